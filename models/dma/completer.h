@@ -1,0 +1,50 @@
+// What every completer (host memory, GPU BAR, device memory, a root complex that refuses a
+// request) sends back for a read: CplD TLPs split at the completer's size and the RCB, each
+// with the byte count still outstanding and the low address bits (PCIe Base Spec 2.3.1.1).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <systemc>
+
+#include "models/link/pcie_port.h"
+#include "models/link/tlp_txn.h"
+#include "models/pcie/split.h"
+
+namespace p2psim::dma {
+
+// Sends the completions for read request `req`, reading the data through
+// read(address, span). They leave no earlier than now + not_before.
+template <typename ReadFn>
+void send_completions(link::pcie_port& port, const pcie::tlp_header& req, uint32_t stream,
+                      uint16_t completer_id, uint32_t cpl_bytes, uint32_t rcb,
+                      const sc_core::sc_time& not_before, ReadFn&& read) {
+  uint32_t remaining = req.length;
+  pcie::tlp_header c;
+  c.type = pcie::tlp_type::cpld;
+  c.requester_id = req.requester_id;
+  c.completer_id = completer_id;
+  c.tag = req.tag;
+  c.attrs = req.attrs;  // completions carry the request's RO, IDO and TC
+  uint64_t a = req.address, end = req.address + req.length;
+  while (a < end) {
+    uint64_t stop = std::min<uint64_t>(end, (a + cpl_bytes) / rcb * rcb);
+    if (stop <= a) stop = std::min<uint64_t>(end, a + cpl_bytes);
+    c.address = a;
+    c.length = uint32_t(stop - a);
+    c.byte_count = remaining;
+    c.lower_address = uint8_t(a & 0x7f);
+    link::tlp_txn& t = link::tlp_pool::instance().make(c, stream);
+    read(a, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
+    port.send(t, not_before);
+    remaining -= c.length;
+    a = stop;
+  }
+}
+
+// A completion without data carrying an error status (UR or CA) for a refused request.
+void send_error_completion(link::pcie_port& port, const pcie::tlp_header& req, uint32_t stream,
+                           uint16_t completer_id, pcie::cpl_status status,
+                           const sc_core::sc_time& not_before);
+
+}  // namespace p2psim::dma

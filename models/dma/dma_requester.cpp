@@ -1,0 +1,131 @@
+#include "models/dma/dma_requester.h"
+
+#include <span>
+
+#include "models/link/tlp_txn.h"
+
+namespace p2psim::dma {
+
+namespace {
+// TLPs the requester keeps handed to its link but not yet started: enough to keep the
+// serializer busy back to back, few enough that flow control, not a deep software queue,
+// decides who goes next.
+constexpr int issue_window = 1;
+}  // namespace
+
+dma_requester::dma_requester(link::pcie_port& port, memory::backing_store& local,
+                             const requester_params& p, link::stream_log& log)
+    : m_port(port), m_local(local), m_params(p), m_log(log), m_tags(p.tags), m_reads(p.tags) {}
+
+void dma_requester::submit(dma_job job) {
+  active_job a;
+  a.job = std::move(job);
+  a.segment = 0;
+  if (!a.job.segments.empty()) {
+    const auto& s = a.job.segments[0];
+    a.split = pcie::request_splitter(s.bus_address, s.length,
+                                     a.job.write ? m_params.mps : m_params.mrrs);
+  }
+  m_active.push_back(std::move(a));
+  issue();
+}
+
+void dma_requester::advance_segment(active_job& j) {
+  while (j.split.done() && j.segment + 1 < j.job.segments.size()) {
+    ++j.segment;
+    j.segment_done = 0;
+    const auto& s = j.job.segments[j.segment];
+    j.split = pcie::request_splitter(s.bus_address, s.length,
+                                     j.job.write ? m_params.mps : m_params.mrrs);
+  }
+}
+
+bool dma_requester::issue_one(active_job& j) {
+  if (!j.job.write && m_tags.empty()) {
+    ++m_stats.tag_stalls;
+    return false;
+  }
+  const dma_segment& seg = j.job.segments[j.segment];
+  pcie::chunk c = j.split.next();
+  uint64_t local = seg.local_offset + j.segment_done;
+  j.segment_done += c.length;
+
+  pcie::tlp_header h;
+  h.address = c.address;
+  h.length = c.length;
+  h.requester_id = m_params.bdf;
+  h.attrs = j.job.attrs;
+  if (j.job.write) {
+    h.type = pcie::tlp_type::mwr;
+    link::tlp_txn& t = link::tlp_pool::instance().make(h, j.job.stream);
+    m_local.read(local, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
+    ++m_stats.writes;
+    ++m_unsent;
+    m_port.send(t);
+  } else {
+    h.type = pcie::tlp_type::mrd;
+    h.tag = m_tags.acquire();
+    m_stats.max_tags_in_use = std::max(m_stats.max_tags_in_use, m_tags.in_use());
+    m_reads[h.tag] = {j.job.stream, c.address, local, c.length};
+    link::tlp_txn& t = link::tlp_pool::instance().make(h, j.job.stream);
+    ++m_stats.reads;
+    ++m_unsent;
+    m_port.send(t);
+  }
+  advance_segment(j);
+  return true;
+}
+
+void dma_requester::issue() {
+  if (m_issuing) return;
+  m_issuing = true;
+  size_t blocked = 0;  // consecutive jobs that could not issue
+  while (m_unsent < issue_window && !m_active.empty() && blocked < m_active.size()) {
+    active_job& j = m_active.front();
+    if (j.job.segments.empty() || j.split.done()) {
+      m_active.pop_front();  // everything issued; completions finish the stream
+      blocked = 0;
+      continue;
+    }
+    if (issue_one(j)) {
+      blocked = 0;
+      if (j.split.done()) m_active.pop_front();
+      else m_active.splice(m_active.end(), m_active, m_active.begin());
+    } else {
+      ++blocked;
+      m_active.splice(m_active.end(), m_active, m_active.begin());
+    }
+  }
+  m_issuing = false;
+}
+
+void dma_requester::sent(tlm::tlm_generic_payload& gp) {
+  --m_unsent;
+  m_log.started(link::meta(gp).stream, link::now_ps());
+  issue();
+}
+
+void dma_requester::completion(tlm::tlm_generic_payload& gp) {
+  const auto& h = link::hdr(gp);
+  read_slot& s = m_reads[h.tag];
+  ++m_stats.completions;
+  if (h.status != pcie::cpl_status::sc || h.type == pcie::tlp_type::cpl) {
+    ++m_stats.error_completions;
+    m_log.failed(s.stream, s.remaining, link::now_ps());
+    s.remaining = 0;
+  } else {
+    // Completions of one request arrive in address order (PCIe ordering: same transaction
+    // ID never passes), so the data goes right after what came before.
+    m_local.write(s.local_offset, std::span<const uint8_t>(link::txn(gp).bytes));
+    s.local_offset += h.length;
+    s.address += h.length;
+    s.remaining -= std::min(s.remaining, h.length);
+    m_log.landed(s.stream, h.length, link::now_ps());
+  }
+  if (s.remaining == 0) {
+    m_tags.release(h.tag);
+    issue();
+  }
+}
+
+}  // namespace p2psim::dma

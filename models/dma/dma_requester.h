@@ -1,0 +1,89 @@
+// The request side of a DMA engine, shared by the third-party DMA device and the GPU's copy
+// engines: scatter-gather jobs cut into TLPs (writes at MPS and 4 KiB boundaries, read
+// requests at MRRS and 4 KiB), reads bounded by the tag pool, completions reassembled into
+// local memory. Several jobs run at once and take turns TLP by TLP.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <vector>
+
+#include "models/link/pcie_port.h"
+#include "models/link/stream_log.h"
+#include "models/memory/backing_store.h"
+#include "models/pcie/split.h"
+#include "models/pcie/tag_pool.h"
+#include "models/pcie/tlp.h"
+
+namespace p2psim::dma {
+
+struct dma_segment {
+  uint64_t bus_address = 0;   // where on the bus (a BAR, host memory, an IOVA)
+  uint64_t length = 0;
+  uint64_t local_offset = 0;  // where in the engine's local memory
+};
+
+struct dma_job {
+  bool write = true;          // true: local -> bus (MWr); false: bus -> local (MRd)
+  std::vector<dma_segment> segments;
+  pcie::tlp_attrs attrs;
+  uint32_t stream = 0;        // stream_log id
+};
+
+struct requester_params {
+  uint16_t bdf = 0;
+  uint32_t mps = 256;
+  uint32_t mrrs = 512;
+  uint32_t tags = 256;
+};
+
+struct requester_stats {
+  uint64_t writes = 0, reads = 0, completions = 0, error_completions = 0;
+  uint64_t tag_stalls = 0;   // a read waited for a free tag
+  uint32_t max_tags_in_use = 0;
+};
+
+class dma_requester {
+ public:
+  dma_requester(link::pcie_port& port, memory::backing_store& local, const requester_params& p,
+                link::stream_log& log);
+  void submit(dma_job job);
+  bool idle() const { return m_active.empty() && m_tags.in_use() == 0; }
+  const requester_stats& stats() const { return m_stats; }
+  const requester_params& params() const { return m_params; }
+
+  // Called by the owning component's tlp_handler.
+  void sent(tlm::tlm_generic_payload& gp);
+  void completion(tlm::tlm_generic_payload& gp);  // a Cpl/CplD addressed to this requester
+
+ private:
+  struct active_job {
+    dma_job job;
+    size_t segment = 0;
+    pcie::request_splitter split;
+    uint64_t segment_done = 0;  // bytes of the current segment already issued
+  };
+  struct read_slot {
+    uint32_t stream = 0;
+    uint64_t address = 0;       // next byte expected
+    uint64_t local_offset = 0;  // where that byte goes
+    uint32_t remaining = 0;
+  };
+  void issue();
+  bool issue_one(active_job& j);
+  void advance_segment(active_job& j);
+
+  link::pcie_port& m_port;
+  memory::backing_store& m_local;
+  requester_params m_params;
+  link::stream_log& m_log;
+  pcie::tag_pool m_tags;
+  std::vector<read_slot> m_reads;  // by tag
+  std::list<active_job> m_active;  // round robin: front issues next
+  int m_unsent = 0;                // TLPs handed to the link, not started yet
+  bool m_issuing = false;
+  requester_stats m_stats;
+};
+
+}  // namespace p2psim::dma

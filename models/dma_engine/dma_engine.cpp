@@ -1,0 +1,81 @@
+#include "models/dma_engine/dma_engine.h"
+
+#include "models/dma/completer.h"
+#include "models/link/tlp_txn.h"
+
+namespace p2psim::dma_engine {
+
+using namespace sc_core;
+
+dma_engine::dma_engine(sc_module_name name, const engine_params& p, link::stream_log& log)
+    : sc_module(name), port("port", *this, 0), m_params(p), m_log(log),
+      m_local(p.local_memory_bytes), m_regs(p.bar0.size), m_local_port(m_local, p.local, p.bdf, log),
+      m_reg_port(m_regs, dma::memory_timing{}, p.bdf, log), m_req(port, m_local, p.requester, log) {
+  SC_HAS_PROCESS(dma_engine);
+  SC_METHOD(start_due);
+  sensitive << m_due;
+  dont_initialize();
+}
+
+void dma_engine::submit(dma::dma_job job) {
+  ++m_stats.jobs;
+  uint64_t now = link::now_ps();
+  uint64_t at = now + uint64_t(m_params.descriptor_latency_ns * 1000 + 0.5);
+  m_pending.emplace_back(at, std::move(job));
+  m_due.notify(link::ps(m_pending.front().first - now));
+}
+
+void dma_engine::start_due() {
+  uint64_t now = link::now_ps();
+  while (!m_pending.empty() && m_pending.front().first <= now) {
+    m_req.submit(std::move(m_pending.front().second));
+    m_pending.pop_front();
+  }
+  if (!m_pending.empty()) m_due.notify(link::ps(m_pending.front().first - now));
+}
+
+void dma_engine::receive(int, tlm::tlm_generic_payload& gp) {
+  const auto& h = link::hdr(gp);
+  if (h.type == pcie::tlp_type::cpl || h.type == pcie::tlp_type::cpld) {
+    m_req.completion(gp);
+    port.release(gp);
+    gp.release();
+    return;
+  }
+  const bool write = h.type == pcie::tlp_type::mwr;
+  dma::memory_completer* target = nullptr;
+  uint64_t off = 0;
+  if (m_params.bar2.contains(h.address)) {
+    target = &m_local_port;
+    off = h.address - m_params.bar2.base;
+    ++(write ? m_stats.bar2_writes : m_stats.bar2_reads);
+  } else if (m_params.bar0.contains(h.address)) {
+    target = &m_reg_port;
+    off = h.address - m_params.bar0.base;
+    ++m_stats.bar0_accesses;
+  }
+  if (!target) {
+    ++m_stats.unsupported;
+    if (!write)
+      dma::send_error_completion(port, h, link::meta(gp).stream, m_params.bdf,
+                                 pcie::cpl_status::ur, SC_ZERO_TIME);
+    else
+      m_log.failed(link::meta(gp).stream, h.length, link::now_ps());
+    port.release(gp);
+  } else if (write) {
+    port.release(gp, target->write(gp, off));
+  } else {
+    target->read(port, gp, off);
+    port.release(gp);
+  }
+  gp.release();
+}
+
+void dma_engine::sent(int, tlm::tlm_generic_payload& gp) {
+  const auto& h = link::hdr(gp);
+  if ((h.type == pcie::tlp_type::mwr || h.type == pcie::tlp_type::mrd) &&
+      h.requester_id == m_params.bdf)
+    m_req.sent(gp);
+}
+
+}  // namespace p2psim::dma_engine

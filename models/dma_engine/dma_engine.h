@@ -1,0 +1,63 @@
+// A third-party DMA device (NIC- or FPGA-like): BAR0 registers, optional on-board memory in
+// BAR2 that peers can read and write, and a descriptor-driven scatter-gather engine that
+// moves data between its local memory and a list of bus addresses. A descriptor list takes
+// `descriptor_latency` (fetch and parse) before its first TLP.
+#pragma once
+
+#include <deque>
+#include <systemc>
+
+#include "models/dma/dma_requester.h"
+#include "models/dma/memory_completer.h"
+#include "models/link/pcie_port.h"
+#include "models/pcie/window.h"
+#include "models/link/stream_log.h"
+#include "models/memory/backing_store.h"
+
+namespace p2psim::dma_engine {
+
+struct engine_params {
+  uint16_t bdf = 0;
+  pcie::window bar0, bar2;             // bar2: on-board memory (local memory [0, bar2.size))
+  uint64_t local_memory_bytes = 1ull << 30;
+  double descriptor_latency_ns = 50;
+  dma::memory_timing local;           // serving peers' accesses to BAR2
+  dma::requester_params requester;    // MPS, MRRS, tags
+};
+
+struct engine_stats {
+  uint64_t jobs = 0;
+  uint64_t bar2_writes = 0, bar2_reads = 0, bar0_accesses = 0, unsupported = 0;
+};
+
+class dma_engine : public sc_core::sc_module, public link::tlp_handler {
+ public:
+  link::pcie_port port;
+
+  dma_engine(sc_core::sc_module_name name, const engine_params& p, link::stream_log& log);
+  // Queues a descriptor list; it starts after the descriptor latency.
+  void submit(dma::dma_job job);
+  memory::backing_store& local_memory() { return m_local; }
+  const dma::dma_requester& requester() const { return m_req; }
+  const engine_params& params() const { return m_params; }
+  const engine_stats& stats() const { return m_stats; }
+
+  void receive(int port, tlm::tlm_generic_payload& gp) override;
+  void sent(int port, tlm::tlm_generic_payload& gp) override;
+
+ private:
+  void start_due();
+
+  engine_params m_params;
+  link::stream_log& m_log;
+  memory::backing_store m_local;
+  memory::backing_store m_regs;
+  dma::memory_completer m_local_port;
+  dma::memory_completer m_reg_port;
+  dma::dma_requester m_req;
+  std::deque<std::pair<uint64_t, dma::dma_job>> m_pending;  // (start time ps, job)
+  sc_core::sc_event m_due;
+  engine_stats m_stats;
+};
+
+}  // namespace p2psim::dma_engine

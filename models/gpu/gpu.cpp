@@ -1,0 +1,89 @@
+#include "models/gpu/gpu.h"
+
+#include "models/dma/completer.h"
+#include "models/link/tlp_txn.h"
+
+namespace p2psim::gpu {
+
+using namespace sc_core;
+
+namespace {
+dma::memory_timing register_timing(const dma::memory_timing& t) {
+  dma::memory_timing r = t;
+  r.bandwidth_gbs = 0;
+  return r;
+}
+}  // namespace
+
+gpu::gpu(sc_module_name name, const gpu_params& p, link::stream_log& log)
+    : sc_module(name), port("port", *this, 0), m_params(p), m_log(log), m_vram(p.vram_bytes),
+      m_regs(p.bar0.size), m_bar1(p.bar1.size, p.bar1_reserved),
+      m_vram_port(m_vram, p.vram, p.bdf, log), m_reg_port(m_regs, register_timing(p.vram), p.bdf, log),
+      m_copy(port, m_vram, p.copy, log) {}
+
+void gpu::receive(int, tlm::tlm_generic_payload& gp) {
+  const auto& h = link::hdr(gp);
+  if (h.type == pcie::tlp_type::cpl || h.type == pcie::tlp_type::cpld) {
+    m_copy.completion(gp);
+    port.release(gp);
+    gp.release();
+    return;
+  }
+  request(gp);
+}
+
+void gpu::refuse(tlm::tlm_generic_payload& gp, pcie::cpl_status status) {
+  const auto& h = link::hdr(gp);
+  if (h.type == pcie::tlp_type::mrd)
+    dma::send_error_completion(port, h, link::meta(gp).stream, m_params.bdf, status, SC_ZERO_TIME);
+  else
+    m_log.failed(link::meta(gp).stream, h.length, link::now_ps());
+  port.release(gp);
+  gp.release();
+}
+
+void gpu::request(tlm::tlm_generic_payload& gp) {
+  const auto& h = link::hdr(gp);
+  const bool write = h.type == pcie::tlp_type::mwr;
+  if (m_params.bar1.contains(h.address)) {
+    // A TLP never crosses a 4 KiB boundary, so it lies within one 64 KiB BAR1 page.
+    auto vram = m_bar1.translate(h.address - m_params.bar1.base);
+    if (!vram) {
+      ++m_stats.bar1_unmapped;
+      refuse(gp, pcie::cpl_status::ca);
+      return;
+    }
+    if (write) {
+      ++m_stats.bar1_writes;
+      port.release(gp, m_vram_port.write(gp, *vram));
+    } else {
+      ++m_stats.bar1_reads;
+      m_vram_port.read(port, gp, *vram);
+      port.release(gp);
+    }
+    gp.release();
+    return;
+  }
+  if (m_params.bar0.contains(h.address)) {
+    ++m_stats.bar0_accesses;
+    uint64_t off = h.address - m_params.bar0.base;
+    if (write) port.release(gp, m_reg_port.write(gp, off));
+    else {
+      m_reg_port.read(port, gp, off);
+      port.release(gp);
+    }
+    gp.release();
+    return;
+  }
+  ++m_stats.unsupported;
+  refuse(gp, pcie::cpl_status::ur);
+}
+
+void gpu::sent(int, tlm::tlm_generic_payload& gp) {
+  const auto& h = link::hdr(gp);
+  if ((h.type == pcie::tlp_type::mwr || h.type == pcie::tlp_type::mrd) &&
+      h.requester_id == m_params.bdf)
+    m_copy.sent(gp);
+}
+
+}  // namespace p2psim::gpu

@@ -1,0 +1,65 @@
+// An NVIDIA-like GPU endpoint: BAR0 (registers), BAR1 (an aperture mapped onto VRAM in 64 KiB
+// pages through the BAR1 page table, with a driver-reserved region), VRAM holding real bytes,
+// and a copy engine that DMAs between VRAM and the bus (host memory or a peer's BAR).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <systemc>
+
+#include "models/dma/dma_requester.h"
+#include "models/dma/memory_completer.h"
+#include "models/gpu/bar1_page_table.h"
+#include "models/link/pcie_port.h"
+#include "models/pcie/window.h"
+#include "models/link/stream_log.h"
+#include "models/memory/backing_store.h"
+
+namespace p2psim::gpu {
+
+struct gpu_params {
+  uint16_t bdf = 0;
+  pcie::window bar0, bar1;
+  uint64_t bar1_reserved = 32ull << 20;
+  uint64_t vram_bytes = 16ull << 30;
+  dma::memory_timing vram;       // BAR1 access: latency, bandwidth, completion size, RCB
+  dma::requester_params copy;    // the copy engine's MPS, MRRS, tags
+};
+
+struct gpu_stats {
+  uint64_t bar1_writes = 0, bar1_reads = 0;
+  uint64_t bar1_unmapped = 0;    // accesses to unmapped BAR1 pages: refused
+  uint64_t bar0_accesses = 0;
+  uint64_t unsupported = 0;      // requests that hit no BAR
+};
+
+class gpu : public sc_core::sc_module, public link::tlp_handler {
+ public:
+  link::pcie_port port;
+
+  gpu(sc_core::sc_module_name name, const gpu_params& p, link::stream_log& log);
+  const gpu_params& params() const { return m_params; }
+  memory::backing_store& vram() { return m_vram; }
+  bar1_page_table& bar1() { return m_bar1; }
+  dma::dma_requester& copy_engine() { return m_copy; }
+  const gpu_stats& stats() const { return m_stats; }
+
+  void receive(int port, tlm::tlm_generic_payload& gp) override;
+  void sent(int port, tlm::tlm_generic_payload& gp) override;
+
+ private:
+  void request(tlm::tlm_generic_payload& gp);
+  void refuse(tlm::tlm_generic_payload& gp, pcie::cpl_status status);
+
+  gpu_params m_params;
+  link::stream_log& m_log;
+  memory::backing_store m_vram;
+  memory::backing_store m_regs;
+  bar1_page_table m_bar1;
+  dma::memory_completer m_vram_port;
+  dma::memory_completer m_reg_port;
+  dma::dma_requester m_copy;
+  gpu_stats m_stats;
+};
+
+}  // namespace p2psim::gpu

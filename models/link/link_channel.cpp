@@ -1,0 +1,150 @@
+#include "models/link/link_channel.h"
+
+#include <algorithm>
+
+#include "models/link/stream_log.h"
+#include "models/link/tlp_txn.h"
+#include "models/pcie/link_timing.h"
+#include "models/pcie/ordering.h"
+
+namespace p2psim::link {
+
+using namespace sc_core;
+
+
+link_channel::link_channel(sc_module_name name, const channel_timing& timing,
+                           const pcie::credit_limits& receiver_credits)
+    : sc_module(name), in("in"), out("out"), m_timing(timing), m_credits(receiver_credits) {
+  in.register_nb_transport_fw(this, &link_channel::in_fw);
+  out.register_nb_transport_bw(this, &link_channel::out_bw);
+  SC_HAS_PROCESS(link_channel);
+  SC_METHOD(pump);
+  sensitive << m_wake;
+  dont_initialize();
+}
+
+uint64_t link_channel::serialization_ps(const pcie::tlp_header& h) const {
+  uint32_t payload = pcie::has_data(h.type) ? h.length : 0;
+  uint64_t bytes = m_timing.pcie_framing ? pcie::wire_bytes(h) : payload + m_timing.packet_overhead;
+  return uint64_t(bytes * m_timing.ps_per_byte / (1.0 - m_timing.skip_fraction) + 0.5);
+}
+
+tlm::tlm_sync_enum link_channel::in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time& d) {
+  uint64_t now = now_ps();
+  uint64_t ready = now + d.value() / sc_time(1, SC_PS).value();
+  auto c = int(pcie::fc_class_of(hdr(gp).type));
+  m_queue[c].push_back({&gp, ready, m_seq++});
+  uint64_t depth = m_queue[0].size() + m_queue[1].size() + m_queue[2].size();
+  m_stats.max_queue = std::max(m_stats.max_queue, depth);
+  if (!m_pumping) pump();
+  return tlm::TLM_ACCEPTED;
+}
+
+tlm::tlm_sync_enum link_channel::out_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time& d) {
+  // The receiver freed the buffer: its UpdateFC reaches us one propagation latency later.
+  const auto& h = hdr(gp);
+  uint64_t arrival = now_ps() + d.value() / sc_time(1, SC_PS).value() + m_timing.latency_ps;
+  m_credits.schedule_return(pcie::fc_class_of(h.type), pcie::credit_cost_of(h), arrival);
+  if (!m_pumping) pump();
+  return tlm::TLM_ACCEPTED;
+}
+
+// The oldest ready head that has credits and may pass every older head still waiting.
+link_channel::entry* link_channel::pick(uint64_t now, uint64_t& wake) {
+  entry* heads[pcie::fc_class_count];
+  int n = 0;
+  for (auto& q : m_queue)
+    if (!q.empty()) heads[n++] = &q.front();
+  for (int i = 1; i < n; ++i)  // at most three heads: order them by age
+    for (int j = i; j > 0 && heads[j]->seq < heads[j - 1]->seq; --j) std::swap(heads[j], heads[j - 1]);
+  for (int i = 0; i < n; ++i) {
+    entry* e = heads[i];
+    if (e->ready_ps > now) {  // still inside the sender's pipeline: not here yet
+      wake = wake ? std::min(wake, e->ready_ps) : e->ready_ps;
+      continue;
+    }
+    const auto& h = hdr(*e->gp);
+    bool passes = true;
+    for (int j = 0; j < i && passes; ++j)
+      if (heads[j]->ready_ps <= now && pcie::may_pass(h, hdr(*heads[j]->gp)) == pcie::passing::no)
+        passes = false;
+    if (!passes) continue;
+    if (m_credits.can_send(pcie::fc_class_of(h.type), pcie::credit_cost_of(h))) return e;
+    ++m_stats.credit_stalls;
+    if (uint64_t r = m_credits.next_return()) wake = wake ? std::min(wake, r) : r;
+  }
+  return nullptr;
+}
+
+void link_channel::start(entry e, uint64_t now) {
+  auto& gp = *e.gp;
+  auto& h = hdr(gp);
+  m_credits.consume(pcie::fc_class_of(h.type), pcie::credit_cost_of(h));
+  uint64_t bytes = m_timing.pcie_framing ? pcie::wire_bytes(h)
+                                         : (pcie::has_data(h.type) ? h.length : 0) +
+                                               m_timing.packet_overhead;
+  const uint64_t tlp_bytes = bytes;
+  // ACK and UpdateFC DLLPs take 8 of every ack_limit (fc_limit) bytes of this direction's
+  // time, their own bytes included: the rate of the spec's tables, and pcie-bench's model.
+  uint64_t fresh = tlp_bytes;
+  while (fresh) {
+    uint64_t dllps = 0;
+    if (m_timing.ack_limit) {
+      m_ack_bytes += fresh;
+      dllps += m_ack_bytes / m_timing.ack_limit;
+      m_ack_bytes %= m_timing.ack_limit;
+    }
+    if (m_timing.fc_limit) {
+      m_fc_bytes += fresh;
+      dllps += m_fc_bytes / m_timing.fc_limit;
+      m_fc_bytes %= m_timing.fc_limit;
+    }
+    fresh = dllps * pcie::dllp_bytes;
+    bytes += fresh;
+    m_stats.dllps += dllps;
+  }
+  double scale = m_timing.ps_per_byte / (1.0 - m_timing.skip_fraction);
+  uint64_t ser = uint64_t(bytes * scale + 0.5);
+  uint64_t tlp_ser = uint64_t(tlp_bytes * scale + 0.5);
+  m_busy_until = now + ser;
+  meta(gp).last_ser_ps = tlp_ser;
+  ++m_stats.tlps;
+  m_stats.payload_bytes += pcie::has_data(h.type) ? h.length : 0;
+  m_stats.wire_bytes += bytes;
+  m_stats.busy_ps += ser;
+
+  // The TLP's tail arrives when its own symbols are through (DLLPs follow it).
+  tlm::tlm_phase fw = tlm::BEGIN_REQ;
+  sc_time arrive = ps(tlp_ser + m_timing.latency_ps);
+  out->nb_transport_fw(gp, fw, arrive);
+  tlm::tlm_phase bw = tlm::END_REQ;
+  sc_time zero = SC_ZERO_TIME;
+  in->nb_transport_bw(gp, bw, zero);
+}
+
+void link_channel::wake_at(uint64_t t, uint64_t now) { m_wake.notify(ps(t > now ? t - now : 0)); }
+
+void link_channel::pump() {
+  m_pumping = true;
+  uint64_t now = now_ps();
+  while (true) {
+    if (m_queue[0].empty() && m_queue[1].empty() && m_queue[2].empty()) break;
+    if (m_busy_until > now) {
+      wake_at(m_busy_until, now);
+      break;
+    }
+    m_credits.advance(now);
+    uint64_t wake = 0;
+    entry* e = pick(now, wake);
+    if (!e) {
+      if (wake) wake_at(wake, now);
+      break;
+    }
+    entry copy = *e;
+    m_queue[int(pcie::fc_class_of(hdr(*e->gp).type))].pop_front();
+    start(copy, now);
+  }
+  m_pumping = false;
+}
+
+}  // namespace p2psim::link

@@ -1,0 +1,76 @@
+// One direction of a link: a transmit queue per flow-control class, an arbiter that follows
+// the PCIe ordering table, the credits the far receiver advertised, and a serializer.
+// A TLP starts when the serializer is free, it is ready (its sender's latency has passed)
+// and the receiver has credits; it arrives one serialization time plus the propagation
+// latency later. Both directions of a pcie_link or qpi_link are link_channels.
+#pragma once
+
+#include <deque>
+#include <string>
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "models/pcie/credits.h"
+#include "models/pcie/tlp.h"
+
+namespace p2psim::link {
+
+struct channel_timing {
+  double ps_per_byte = 0;      // 1 / raw bandwidth
+  uint64_t latency_ps = 0;     // propagation, one way
+  bool pcie_framing = true;    // PCIe: framing + header + ECRC; else packet_overhead per TLP
+  uint32_t packet_overhead = 0;
+  uint32_t ack_limit = 0;      // bytes between ACK DLLPs (0: none)
+  uint32_t fc_limit = 0;       // bytes between UpdateFC DLLPs (0: none)
+  double skip_fraction = 0;    // share of symbol times spent on SKIP ordered sets
+};
+
+struct channel_stats {
+  uint64_t tlps = 0;
+  uint64_t payload_bytes = 0;
+  uint64_t wire_bytes = 0;     // TLPs plus the DLLPs charged to this direction
+  uint64_t dllps = 0;
+  uint64_t busy_ps = 0;        // time the serializer was sending
+  uint64_t credit_stalls = 0;  // times the head TLP waited for credits
+  uint64_t max_queue = 0;
+};
+
+class link_channel : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_target_socket<link_channel> in;     // from the transmitting port
+  tlm_utils::simple_initiator_socket<link_channel> out; // to the receiving port
+
+  link_channel(sc_core::sc_module_name name, const channel_timing& timing,
+               const pcie::credit_limits& receiver_credits);
+  const channel_stats& stats() const { return m_stats; }
+  const channel_timing& timing() const { return m_timing; }
+  // Serialization time of one TLP on this channel, DLLP share excluded (for tests, reports).
+  uint64_t serialization_ps(const pcie::tlp_header& h) const;
+
+ private:
+  struct entry {
+    tlm::tlm_generic_payload* gp;
+    uint64_t ready_ps;
+    uint64_t seq;
+  };
+  tlm::tlm_sync_enum in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
+  tlm::tlm_sync_enum out_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
+  void pump();
+  entry* pick(uint64_t now, uint64_t& wake_at);
+  void start(entry e, uint64_t now);
+  void wake_at(uint64_t t, uint64_t now);
+
+  channel_timing m_timing;
+  pcie::credit_gate m_credits;
+  std::deque<entry> m_queue[pcie::fc_class_count];
+  uint64_t m_seq = 0;
+  uint64_t m_busy_until = 0;
+  uint64_t m_ack_bytes = 0, m_fc_bytes = 0;  // bytes sent since the last ACK / UpdateFC DLLP
+  bool m_pumping = false;
+  sc_core::sc_event m_wake;
+  channel_stats m_stats;
+};
+
+}  // namespace p2psim::link

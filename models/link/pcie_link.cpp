@@ -1,0 +1,52 @@
+#include "models/link/pcie_link.h"
+
+#include "models/pcie/link_timing.h"
+
+namespace p2psim::link {
+
+using namespace sc_core;
+
+pcie_link::pcie_link(sc_module_name name, const pcie_link_params& p)
+    : sc_module(name), m_params(p) {
+  channel_timing t;
+  t.ps_per_byte = 1000.0 / pcie::raw_gbs(p.gen, p.width);
+  t.latency_ps = uint64_t(p.latency_ns * 1000 + 0.5);
+  t.pcie_framing = true;
+  t.ack_limit = p.ack_limit ? p.ack_limit : pcie::spec_ack_limit(p.gen, p.width, p.mps);
+  t.fc_limit = p.fc_limit ? p.fc_limit : pcie::spec_fc_limit(p.gen, p.width, p.mps);
+  t.skip_fraction = pcie::skip_fraction;
+  m_params.ack_limit = t.ack_limit;
+  m_params.fc_limit = t.fc_limit;
+  m_down = std::make_unique<link_channel>("down", t, p.down_credits);
+  m_up = std::make_unique<link_channel>("up", t, p.up_credits);
+}
+
+double pcie_link::raw_gbs() const { return pcie::raw_gbs(m_params.gen, m_params.width); }
+
+void pcie_link::connect(pcie_port& upstream, pcie_port& downstream) {
+  upstream.tx.bind(m_down->in);
+  m_down->out.bind(downstream.rx);
+  downstream.tx.bind(m_up->in);
+  m_up->out.bind(upstream.rx);
+}
+
+qpi_link::qpi_link(sc_module_name name, const qpi_link_params& p) : sc_module(name), m_params(p) {
+  channel_timing t;
+  t.ps_per_byte = 1000.0 / p.bandwidth_gbs;
+  t.latency_ps = uint64_t(p.latency_ns * 1000 + 0.5);
+  t.pcie_framing = false;
+  t.packet_overhead = p.packet_overhead;
+  // The interconnect's own link layer has ample buffering for tunnelled PCIe traffic:
+  // its credits are not modelled (infinite), its throughput is.
+  m_ab = std::make_unique<link_channel>("a_to_b", t, pcie::credit_limits{});
+  m_ba = std::make_unique<link_channel>("b_to_a", t, pcie::credit_limits{});
+}
+
+void qpi_link::connect(pcie_port& a, pcie_port& b) {
+  a.tx.bind(m_ab->in);
+  m_ab->out.bind(b.rx);
+  b.tx.bind(m_ba->in);
+  m_ba->out.bind(a.rx);
+}
+
+}  // namespace p2psim::link

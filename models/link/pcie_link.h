@@ -1,0 +1,63 @@
+// A full-duplex PCIe link: two link_channels, one per direction, with the timing of
+// DESIGN.md section 4 (raw rate from gen and width, per-TLP framing and headers, ACK and
+// UpdateFC DLLPs at the configured rates, SKIP ordered sets, propagation latency).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <systemc>
+
+#include "models/link/link_channel.h"
+#include "models/link/pcie_port.h"
+
+namespace p2psim::link {
+
+struct pcie_link_params {
+  int gen = 3;
+  int width = 16;
+  double latency_ns = 5;
+  uint32_t mps = 256;       // selects the spec's DLLP-rate table column
+  uint32_t ack_limit = 0;   // 0: the spec's table value
+  uint32_t fc_limit = 0;
+  pcie::credit_limits down_credits;  // what the downstream component's receiver advertises
+  pcie::credit_limits up_credits;    // what the upstream component's receiver advertises
+};
+
+class pcie_link : public sc_core::sc_module {
+ public:
+  pcie_link(sc_core::sc_module_name name, const pcie_link_params& p);
+  // Connects the upstream component's port and the downstream component's port.
+  void connect(pcie_port& upstream, pcie_port& downstream);
+  const link_channel& downstream() const { return *m_down; }  // toward the endpoint
+  const link_channel& upstream() const { return *m_up; }      // toward the root complex
+  const pcie_link_params& params() const { return m_params; }
+  double raw_gbs() const;
+
+ private:
+  pcie_link_params m_params;
+  std::unique_ptr<link_channel> m_down, m_up;
+};
+
+// The socket interconnect (QPI / UPI / xGMI) between two root complexes, carrying TLPs
+// tunnelled in its own packets: bandwidth and latency per direction, a fixed overhead per
+// packet, no PCIe DLLPs.
+struct qpi_link_params {
+  double bandwidth_gbs = 20;
+  double latency_ns = 100;
+  uint32_t packet_overhead = 16;  // header flits per tunnelled TLP, bytes
+};
+
+class qpi_link : public sc_core::sc_module {
+ public:
+  qpi_link(sc_core::sc_module_name name, const qpi_link_params& p);
+  void connect(pcie_port& a, pcie_port& b);
+  const link_channel& a_to_b() const { return *m_ab; }
+  const link_channel& b_to_a() const { return *m_ba; }
+  const qpi_link_params& params() const { return m_params; }
+
+ private:
+  qpi_link_params m_params;
+  std::unique_ptr<link_channel> m_ab, m_ba;
+};
+
+}  // namespace p2psim::link

@@ -1,0 +1,40 @@
+#include "models/link/pcie_port.h"
+
+namespace p2psim::link {
+
+using namespace sc_core;
+
+pcie_port::pcie_port(sc_module_name name, tlp_handler& owner, int index)
+    : sc_module(name), tx("tx"), rx("rx"), m_owner(owner), m_index(index),
+      m_arrivals(this, &pcie_port::arrive) {
+  rx.register_nb_transport_fw(this, &pcie_port::rx_fw);
+  tx.register_nb_transport_bw(this, &pcie_port::tx_bw);
+}
+
+void pcie_port::send(tlm::tlm_generic_payload& gp, const sc_time& not_before) {
+  tlm::tlm_phase ph = tlm::BEGIN_REQ;
+  sc_time d = not_before;
+  tx->nb_transport_fw(gp, ph, d);
+}
+
+void pcie_port::release(tlm::tlm_generic_payload& gp, const sc_time& after) {
+  tlm::tlm_phase ph = tlm::END_REQ;
+  sc_time d = after;
+  rx->nb_transport_bw(gp, ph, d);
+}
+
+tlm::tlm_sync_enum pcie_port::rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_time& d) {
+  m_arrivals.notify(gp, ph, d);
+  return tlm::TLM_ACCEPTED;
+}
+
+tlm::tlm_sync_enum pcie_port::tx_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time&) {
+  m_owner.sent(m_index, gp);
+  return tlm::TLM_ACCEPTED;
+}
+
+void pcie_port::arrive(tlm::tlm_generic_payload& gp, const tlm::tlm_phase&) {
+  m_owner.receive(m_index, gp);
+}
+
+}  // namespace p2psim::link

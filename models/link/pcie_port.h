@@ -1,0 +1,53 @@
+// One PCIe port of a component (endpoint, switch port, root port): a TLM initiator socket
+// into the link's transmit side and a target socket for what the link delivers.
+//
+// The hop protocol, the same on both sockets:
+//   BEGIN_REQ (forward)  hands a TLP over; its delay is when it may leave / when it arrives;
+//   END_REQ (backward)   says the buffer the TLP occupied is free again, its delay is when:
+//                        the link uses it to return flow-control credits, the sender to know
+//                        the TLP has left.
+// Completions are TLPs of their own, so BEGIN_RESP is never used.
+#pragma once
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/peq_with_cb_and_phase.h>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+namespace p2psim::link {
+
+class tlp_handler {  // implemented by every component that owns ports
+ public:
+  virtual ~tlp_handler() = default;
+  // A TLP has fully arrived at `port` (its tail crossed the link).
+  virtual void receive(int port, tlm::tlm_generic_payload& gp) = 0;
+  // The link behind `port` started transmitting a TLP this component sent.
+  virtual void sent(int port, tlm::tlm_generic_payload& gp) = 0;
+};
+
+class pcie_port : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_initiator_socket<pcie_port> tx;
+  tlm_utils::simple_target_socket<pcie_port> rx;
+
+  pcie_port(sc_core::sc_module_name name, tlp_handler& owner, int index);
+  int index() const { return m_index; }
+  // Hands a TLP to the link; it leaves no earlier than now + not_before.
+  void send(tlm::tlm_generic_payload& gp, const sc_core::sc_time& not_before);
+  void send(tlm::tlm_generic_payload& gp) { send(gp, sc_core::SC_ZERO_TIME); }
+  // Frees the receive buffer a delivered TLP held, `after` from now (credits go back).
+  void release(tlm::tlm_generic_payload& gp, const sc_core::sc_time& after);
+  void release(tlm::tlm_generic_payload& gp) { release(gp, sc_core::SC_ZERO_TIME); }
+
+ private:
+  tlm::tlm_sync_enum rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
+  tlm::tlm_sync_enum tx_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
+  void arrive(tlm::tlm_generic_payload& gp, const tlm::tlm_phase& ph);
+
+  tlp_handler& m_owner;
+  int m_index;
+  tlm_utils::peq_with_cb_and_phase<pcie_port> m_arrivals;
+};
+
+}  // namespace p2psim::link

@@ -1,0 +1,30 @@
+#include "models/link/stream_log.h"
+
+namespace p2psim::link {
+
+uint32_t stream_log::open(uint64_t expected_bytes) {
+  stream_record r;
+  r.expected_bytes = expected_bytes;
+  m_records.push_back(r);
+  return uint32_t(m_records.size() - 1);
+}
+
+void stream_log::landed(uint32_t id, uint64_t bytes, uint64_t now) {
+  if (id == 0) return;
+  stream_record& r = m_records[id];
+  bool was = r.finished();
+  r.landed_bytes += bytes;
+  r.last_land_ps = now;
+  if (!was && r.finished()) m_finished.notify(sc_core::SC_ZERO_TIME);
+}
+
+void stream_log::failed(uint32_t id, uint64_t bytes, uint64_t now) {
+  if (id == 0) return;
+  stream_record& r = m_records[id];
+  bool was = r.finished();
+  r.failed_bytes += bytes;
+  r.last_land_ps = now;
+  if (!was && r.finished()) m_finished.notify(sc_core::SC_ZERO_TIME);
+}
+
+}  // namespace p2psim::link

@@ -1,0 +1,43 @@
+// Where the bytes of each DMA stream went and when: the component that stores a stream's
+// data (a memory for writes, the requester for read completions) reports it here. The
+// scenario runner waits on a stream's event and computes bandwidth and latency from it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <systemc>
+
+namespace p2psim::link {
+
+struct stream_record {
+  uint64_t expected_bytes = 0;
+  uint64_t landed_bytes = 0;
+  uint64_t failed_bytes = 0;   // refused: Unsupported Request, Completer Abort, unmapped
+  uint64_t submit_ps = 0;      // the job was handed to the engine
+  uint64_t first_start_ps = 0; // its first TLP started on the wire (0: not yet)
+  uint64_t last_land_ps = 0;   // its last byte was stored
+  bool finished() const { return landed_bytes + failed_bytes >= expected_bytes; }
+};
+
+class stream_log {
+ public:
+  uint32_t open(uint64_t expected_bytes);
+  stream_record& operator[](uint32_t id) { return m_records[id]; }
+  const stream_record& operator[](uint32_t id) const { return m_records[id]; }
+  void started(uint32_t id, uint64_t now_ps) {
+    if (id && m_records[id].first_start_ps == 0) m_records[id].first_start_ps = now_ps;
+  }
+  void landed(uint32_t id, uint64_t bytes, uint64_t now_ps);
+  void failed(uint32_t id, uint64_t bytes, uint64_t now_ps);
+  // Notified whenever any stream finishes.
+  sc_core::sc_event& finished_event() { return m_finished; }
+
+ private:
+  std::deque<stream_record> m_records{1};  // id 0: traffic that belongs to no stream
+  sc_core::sc_event m_finished;
+};
+
+inline uint64_t now_ps() { return sc_core::sc_time_stamp().value() / sc_core::sc_time(1, sc_core::SC_PS).value(); }
+inline sc_core::sc_time ps(uint64_t v) { return sc_core::sc_time(double(v), sc_core::SC_PS); }
+
+}  // namespace p2psim::link

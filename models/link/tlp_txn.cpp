@@ -1,0 +1,45 @@
+#include "models/link/tlp_txn.h"
+
+namespace p2psim::link {
+
+tlp_pool& tlp_pool::instance() {
+  static tlp_pool pool;
+  return pool;
+}
+
+tlp_txn& tlp_pool::make(const pcie::tlp_header& h, uint32_t stream) {
+  tlp_txn* t;
+  if (m_free.empty()) {
+    t = new tlp_txn;
+    t->set_mm(this);
+    m_all.push_back(t);
+  } else {
+    t = m_free.back();
+    m_free.pop_back();
+  }
+  t->ext.hdr = h;
+  t->ext.meta = pcie::tlp_meta{};
+  t->ext.meta.serial = ++m_serial;
+  t->ext.meta.stream = stream;
+  t->ext.ingress_port = -1;
+  t->ext.parent = nullptr;
+  uint32_t n = pcie::has_data(h.type) ? h.length : 0;
+  t->bytes.resize(n);
+  t->set_command(h.type == pcie::tlp_type::mrd ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
+  t->set_address(h.address);
+  t->set_data_ptr(t->bytes.data());
+  t->set_data_length(n);
+  t->set_streaming_width(n);
+  t->set_byte_enable_ptr(nullptr);
+  t->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  t->acquire();
+  return *t;
+}
+
+void tlp_pool::free(tlm::tlm_generic_payload* gp) { m_free.push_back(static_cast<tlp_txn*>(gp)); }
+
+tlp_pool::~tlp_pool() {
+  for (tlp_txn* t : m_all) delete t;
+}
+
+}  // namespace p2psim::link

@@ -1,0 +1,58 @@
+#include "models/pcie/credits.h"
+
+namespace p2psim::pcie {
+
+credit_cost credit_cost_of(const tlp_header& h) {
+  credit_cost c;
+  if (has_data(h.type)) c.data = (h.length + data_credit_bytes - 1) / data_credit_bytes;
+  return c;
+}
+
+credit_gate::credit_gate(const credit_limits& l) {
+  auto set = [&](fc_class c, uint32_t hdr, uint32_t data) {
+    pool& p = m_avail[int(c)];
+    p.header = hdr;
+    p.data = data;
+    p.inf_header = hdr == 0;
+    p.inf_data = data == 0;
+  };
+  set(fc_class::posted, l.ph, l.pd);
+  set(fc_class::non_posted, l.nph, l.npd);
+  set(fc_class::completion, l.cplh, l.cpld);
+}
+
+void credit_gate::advance(time_ps now) {
+  while (!m_pending.empty() && m_pending.top().arrival <= now) {
+    const pending_return& r = m_pending.top();
+    pool& p = m_avail[int(r.cls)];
+    p.header += r.cost.header;
+    p.data += r.cost.data;
+    m_pending.pop();
+  }
+}
+
+bool credit_gate::can_send(fc_class c, credit_cost cost) const {
+  const pool& p = m_avail[int(c)];
+  return (p.inf_header || p.header >= cost.header) && (p.inf_data || p.data >= cost.data);
+}
+
+void credit_gate::consume(fc_class c, credit_cost cost) {
+  pool& p = m_avail[int(c)];
+  if (!p.inf_header) p.header -= cost.header;
+  if (!p.inf_data) p.data -= cost.data;
+}
+
+void credit_gate::schedule_return(fc_class c, credit_cost cost, time_ps arrival) {
+  const pool& p = m_avail[int(c)];
+  if (p.inf_header && p.inf_data) return;
+  if (p.inf_header) cost.header = 0;
+  if (p.inf_data) cost.data = 0;
+  m_pending.push({arrival, c, cost});
+}
+
+bool credit_gate::infinite(fc_class c) const {
+  const pool& p = m_avail[int(c)];
+  return p.inf_header && p.inf_data;
+}
+
+}  // namespace p2psim::pcie

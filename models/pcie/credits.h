@@ -1,0 +1,63 @@
+// Credit-based flow control as seen by a transmitter (PCIe Base Spec 2.6.1).
+// The receiver advertises buffer space per class in header credits (one TLP) and data credits
+// (16 bytes). The transmitter spends credits when it starts a TLP; the receiver returns them
+// with UpdateFC DLLPs when it frees the buffer. Returns are recorded with the simulated time
+// they reach the transmitter and absorbed lazily, so a link that is not short of credits costs
+// no event for them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+#include "models/pcie/tlp.h"
+
+namespace p2psim::pcie {
+
+inline constexpr uint32_t data_credit_bytes = 16;
+
+struct credit_cost {
+  uint32_t header = 1;
+  uint32_t data = 0;
+};
+credit_cost credit_cost_of(const tlp_header& h);
+
+struct credit_limits {  // 0 = infinite
+  uint32_t ph = 0, pd = 0, nph = 0, npd = 0, cplh = 0, cpld = 0;
+};
+
+class credit_gate {
+ public:
+  using time_ps = uint64_t;
+
+  explicit credit_gate(const credit_limits& limits = {});
+
+  // Absorbs every return that has arrived by `now`.
+  void advance(time_ps now);
+  bool can_send(fc_class c, credit_cost cost) const;
+  void consume(fc_class c, credit_cost cost);
+  // The receiver freed `cost` of class `c`; the transmitter sees it at `arrival`.
+  void schedule_return(fc_class c, credit_cost cost, time_ps arrival);
+  // Earliest pending return, or 0 when none is pending.
+  time_ps next_return() const { return m_pending.empty() ? 0 : m_pending.top().arrival; }
+  bool infinite(fc_class c) const;
+  uint32_t header_available(fc_class c) const { return m_avail[int(c)].header; }
+  uint32_t data_available(fc_class c) const { return m_avail[int(c)].data; }
+
+ private:
+  struct pool {
+    uint32_t header = 0, data = 0;
+    bool inf_header = false, inf_data = false;
+  };
+  struct pending_return {
+    time_ps arrival;
+    fc_class cls;
+    credit_cost cost;
+    bool operator>(const pending_return& o) const { return arrival > o.arrival; }
+  };
+  std::array<pool, fc_class_count> m_avail;
+  std::priority_queue<pending_return, std::vector<pending_return>, std::greater<>> m_pending;
+};
+
+}  // namespace p2psim::pcie

@@ -1,0 +1,50 @@
+#include "models/pcie/split.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace p2psim::pcie {
+namespace {
+constexpr uint64_t page_4k = 4096;
+
+uint64_t next_boundary(uint64_t addr, uint64_t align) { return (addr / align + 1) * align; }
+}  // namespace
+
+chunk request_splitter::next() {
+  if (m_left == 0) throw std::logic_error("request_splitter: no bytes left");
+  uint64_t end = std::min({m_addr + m_left, next_boundary(m_addr, m_max),
+                           next_boundary(m_addr, page_4k)});
+  // max_bytes is a power of two no larger than 4 KiB, so its boundaries include 4 KiB's.
+  chunk c{m_addr, uint32_t(end - m_addr)};
+  m_addr = end;
+  m_left -= c.length;
+  return c;
+}
+
+std::vector<chunk> split_request(uint64_t address, uint64_t length, uint32_t max_bytes) {
+  if (max_bytes == 0 || (max_bytes & (max_bytes - 1)) || max_bytes > page_4k)
+    throw std::invalid_argument("split size must be a power of two up to 4096");
+  std::vector<chunk> out;
+  request_splitter s(address, length, max_bytes);
+  while (!s.done()) out.push_back(s.next());
+  return out;
+}
+
+std::vector<chunk> split_completion(uint64_t address, uint32_t length, uint32_t max_bytes,
+                                    uint32_t rcb) {
+  if (rcb != 64 && rcb != 128) throw std::invalid_argument("RCB must be 64 or 128 bytes");
+  if (max_bytes < rcb || max_bytes % rcb)
+    throw std::invalid_argument("completion size must be a multiple of the RCB");
+  std::vector<chunk> out;
+  uint64_t a = address, end = address + length;
+  while (a < end) {
+    // Stop at the last RCB boundary within max_bytes: the first completion of an unaligned
+    // read is short, the rest end RCB-aligned (max_bytes >= rcb, so progress is guaranteed).
+    uint64_t stop = std::min(end, (a + max_bytes) / rcb * rcb);
+    out.push_back({a, uint32_t(stop - a)});
+    a = stop;
+  }
+  return out;
+}
+
+}  // namespace p2psim::pcie

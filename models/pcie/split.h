@@ -1,0 +1,42 @@
+// How requests and completions are cut into TLPs (PCIe Base Spec 2.2.7, 2.3.1.1):
+// - a request never crosses a 4 KiB boundary;
+// - a write carries at most MPS bytes; a read request asks for at most MRRS bytes;
+// - a completer may split a read's data into several completions, each ending on a
+//   Read Completion Boundary (RCB) and carrying at most MPS bytes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace p2psim::pcie {
+
+struct chunk {
+  uint64_t address;
+  uint32_t length;
+};
+
+// Cuts [address, address+length) at every `max_bytes` and every 4 KiB boundary.
+// The first chunk ends at the next boundary, so later chunks are aligned (what DMA engines do).
+std::vector<chunk> split_request(uint64_t address, uint64_t length, uint32_t max_bytes);
+
+// Cuts one read request's data into completions of at most `max_bytes` (MPS, or the
+// completer's preferred size), each ending on an RCB-aligned address except the last.
+std::vector<chunk> split_completion(uint64_t address, uint32_t length, uint32_t max_bytes,
+                                    uint32_t rcb);
+
+// Iterates split_request lazily (a 1 GiB DMA is 4 million TLPs: never build the list).
+class request_splitter {
+ public:
+  request_splitter() = default;
+  request_splitter(uint64_t address, uint64_t length, uint32_t max_bytes)
+      : m_addr(address), m_left(length), m_max(max_bytes) {}
+  bool done() const { return m_left == 0; }
+  uint64_t remaining() const { return m_left; }
+  chunk next();
+
+ private:
+  uint64_t m_addr = 0, m_left = 0;
+  uint32_t m_max = 0;
+};
+
+}  // namespace p2psim::pcie

@@ -1,0 +1,65 @@
+// The transaction layer packet, with fields named as in the PCIe Base Specification.
+// One TLP travels as one tlm_generic_payload carrying a tlp_ext; the payload bytes are the
+// generic payload's data array, so they reach the target's backing store for real.
+#pragma once
+
+#include <cstdint>
+
+namespace p2psim::pcie {
+
+enum class tlp_type : uint8_t {
+  mwr,   // memory write (posted)
+  mrd,   // memory read request (non-posted, no data)
+  cpl,   // completion without data (e.g. an Unsupported Request answer)
+  cpld,  // completion with data
+  msg,   // message (posted)
+};
+
+// Flow-control class of a TLP: which credit pool it draws from (PCIe Base Spec 2.6.1).
+enum class fc_class : uint8_t { posted = 0, non_posted = 1, completion = 2 };
+inline constexpr int fc_class_count = 3;
+
+enum class cpl_status : uint8_t { sc, ur, ca };  // Successful, Unsupported Request, Completer Abort
+
+inline fc_class fc_class_of(tlp_type t) {
+  switch (t) {
+    case tlp_type::mwr:
+    case tlp_type::msg: return fc_class::posted;
+    case tlp_type::mrd: return fc_class::non_posted;
+    default: return fc_class::completion;
+  }
+}
+inline bool has_data(tlp_type t) { return t == tlp_type::mwr || t == tlp_type::cpld; }
+const char* to_string(tlp_type t);
+const char* to_string(cpl_status s);
+
+struct tlp_attrs {
+  bool relaxed_ordering = false;  // RO
+  bool id_based_ordering = false; // IDO
+  bool no_snoop = false;          // NS
+  uint8_t traffic_class = 0;      // TC0..7
+};
+
+struct tlp_header {
+  tlp_type type = tlp_type::mwr;
+  uint64_t address = 0;       // requests: first byte addressed
+  uint32_t length = 0;        // bytes of payload (MWr, CplD) or requested (MRd)
+  uint16_t requester_id = 0;  // bus:dev.fn of the requester (completions: of the original)
+  uint16_t completer_id = 0;  // completions
+  uint16_t tag = 0;           // up to 10 bits
+  uint32_t byte_count = 0;    // completions: bytes still to come, including this one
+  uint8_t lower_address = 0;  // completions: address[6:0] of the first byte
+  cpl_status status = cpl_status::sc;
+  tlp_attrs attrs;
+  bool ecrc = false;          // TLP digest present
+  bool addr64() const { return address > 0xFFFFFFFFull; }  // 4DW header for 64-bit addresses
+};
+
+// Simulation bookkeeping that travels with a TLP; not on the wire.
+struct tlp_meta {
+  uint64_t serial = 0;        // creation order, unique per run
+  uint32_t stream = 0;        // which DMA stream it belongs to (for statistics)
+  uint64_t last_ser_ps = 0;   // serialization time on the last link (cut-through switches)
+};
+
+}  // namespace p2psim::pcie

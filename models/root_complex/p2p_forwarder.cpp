@@ -1,0 +1,190 @@
+#include "models/root_complex/p2p_forwarder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "models/link/stream_log.h"
+#include "models/link/tlp_txn.h"
+
+namespace p2psim::root_complex {
+
+p2p_forwarder::p2p_forwarder(const forwarding_params& p, forward_ports& ports,
+                             uint64_t base_latency_ps, uint16_t tag_base)
+    : m_params(p), m_ports(ports),
+      m_latency_ps(base_latency_ps + uint64_t(p.latency_ns * 1000 + 0.5)),
+      m_write_cap(p.write.bandwidth_gbs), m_read_cap(p.read.bandwidth_gbs), m_tag_base(tag_base) {}
+
+bool p2p_forwarder::proxies_reads() const {
+  return m_params.tlp_bytes || m_params.read.outstanding || m_params.read.bandwidth_gbs > 0;
+}
+
+void p2p_forwarder::forward(tlm::tlm_generic_payload& gp, int in, int out) {
+  const auto& h = link::hdr(gp);
+  link::txn(gp).ext.ingress_port = in;
+  if (h.type == pcie::tlp_type::mwr) {
+    forward_write(gp, in, out);
+    return;
+  }
+  if (!m_params.read.routed) {
+    ++m_refused;
+    m_ports.refused(gp, in);
+    return;
+  }
+  if (!proxies_reads()) {
+    m_ports.send(out, gp, m_latency_ps);
+    return;
+  }
+  auto r = std::make_unique<proxied_read>();
+  r->orig = h;
+  r->orig_gp = &gp;
+  r->stream = link::meta(gp).stream;
+  r->in = in;
+  r->out = out;
+  r->next_issue = r->next_deliver = h.address;
+  r->end = h.address + h.length;
+  m_waiting.push_back(r.get());
+  m_reads.push_back(std::move(r));
+  issue_reads();
+}
+
+void p2p_forwarder::forward_write(tlm::tlm_generic_payload& gp, int in, int out) {
+  const auto h = link::hdr(gp);
+  if (!m_params.write.routed) {
+    ++m_refused;
+    m_ports.refused(gp, in);
+    return;
+  }
+  const uint64_t now = link::now_ps();
+  auto delay_for = [&](uint32_t bytes) {
+    uint64_t ready = m_write_cap.limited() ? m_write_cap.serve(now, bytes) : now;
+    return ready - now + m_latency_ps;
+  };
+  if (!m_params.tlp_bytes || h.length <= m_params.tlp_bytes) {
+    m_ports.send(out, gp, delay_for(h.length));
+    return;
+  }
+  // Re-emit as smaller TLPs; the original's buffer is freed when the last piece leaves.
+  const auto& data = link::txn(gp).bytes;
+  uint64_t a = h.address, end = h.address + h.length;
+  while (a < end) {
+    uint64_t stop = std::min<uint64_t>(end, (a / m_params.tlp_bytes + 1) * m_params.tlp_bytes);
+    pcie::tlp_header piece = h;
+    piece.address = a;
+    piece.length = uint32_t(stop - a);
+    link::tlp_txn& t = link::tlp_pool::instance().make(piece, link::meta(gp).stream);
+    std::memcpy(t.bytes.data(), data.data() + (a - h.address), piece.length);
+    if (stop == end) t.ext.parent = &gp;
+    m_ports.send(out, t, delay_for(piece.length));
+    a = stop;
+  }
+}
+
+void p2p_forwarder::issue_reads() {
+  while (!m_waiting.empty()) {
+    proxied_read* r = m_waiting.front();
+    if (!r->failed) {
+      if (m_params.read.outstanding && m_in_flight >= m_params.read.outstanding) return;
+      if (m_tags.empty()) return;
+      uint64_t stop = r->end;
+      if (m_params.tlp_bytes)
+        stop = std::min<uint64_t>(stop, (r->next_issue / m_params.tlp_bytes + 1) * m_params.tlp_bytes);
+      pcie::tlp_header h;
+      h.type = pcie::tlp_type::mrd;
+      h.address = r->next_issue;
+      h.length = uint32_t(stop - r->next_issue);
+      h.requester_id = m_ports.own_id();
+      h.attrs = r->orig.attrs;
+      uint16_t slot = m_tags.acquire();
+      h.tag = uint16_t(m_tag_base + slot);
+      m_subs[slot] = {r, h.length};
+      ++m_in_flight;
+      ++r->in_flight;
+      r->next_issue = stop;
+      m_ports.send(r->out, link::tlp_pool::instance().make(h, r->stream), m_latency_ps);
+      if (r->next_issue < r->end) continue;
+    }
+    // Every piece issued (or the read failed): the original request's buffer is free.
+    m_waiting.pop_front();
+    m_ports.release(r->in, *r->orig_gp);
+    r->orig_gp->release();
+    r->orig_gp = nullptr;
+    finish_if_done(r);
+  }
+}
+
+void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* data, uint32_t len) {
+  auto emit = [&](uint64_t a, const uint8_t* bytes, uint32_t n) {
+    pcie::tlp_header c;
+    c.type = pcie::tlp_type::cpld;
+    c.requester_id = r.orig.requester_id;
+    c.tag = r.orig.tag;
+    c.completer_id = m_ports.own_id();
+    c.address = a;
+    c.length = n;
+    c.byte_count = uint32_t(r.end - a);
+    c.lower_address = uint8_t(a & 0x7f);
+    c.attrs = r.orig.attrs;
+    link::tlp_txn& t = link::tlp_pool::instance().make(c, r.stream);
+    std::memcpy(t.bytes.data(), bytes, n);
+    uint64_t now = link::now_ps();
+    uint64_t ready = m_read_cap.limited() ? m_read_cap.serve(now, n) : now;
+    m_ports.send(r.in, t, ready - now + m_latency_ps);
+    r.next_deliver = a + n;
+  };
+  if (address != r.next_deliver) {
+    r.early[address].assign(data, data + len);
+    return;
+  }
+  emit(address, data, len);
+  for (auto it = r.early.find(r.next_deliver); it != r.early.end();
+       it = r.early.find(r.next_deliver)) {
+    emit(it->first, it->second.data(), uint32_t(it->second.size()));
+    r.early.erase(it);
+  }
+}
+
+bool p2p_forwarder::completion(tlm::tlm_generic_payload& gp, int in) {
+  const auto& h = link::hdr(gp);
+  const int slot = int(h.tag) - m_tag_base;
+  if (h.requester_id != m_ports.own_id() || slot < 0 || slot >= int(m_subs.size()) ||
+      !m_subs[slot].read)
+    return false;
+  sub_read& s = m_subs[slot];
+  proxied_read* r = s.read;
+  if (h.status != pcie::cpl_status::sc || h.type == pcie::tlp_type::cpl) {
+    if (!r->failed) {
+      r->failed = true;
+      pcie::tlp_header c;
+      c.type = pcie::tlp_type::cpl;
+      c.status = h.status == pcie::cpl_status::sc ? pcie::cpl_status::ca : h.status;
+      c.requester_id = r->orig.requester_id;
+      c.tag = r->orig.tag;
+      c.completer_id = m_ports.own_id();
+      c.byte_count = uint32_t(r->end - r->next_deliver);
+      m_ports.send(r->in, link::tlp_pool::instance().make(c, r->stream), m_latency_ps);
+    }
+    s.remaining = 0;
+  } else {
+    deliver(*r, h.address, link::txn(gp).bytes.data(), h.length);
+    s.remaining -= std::min(s.remaining, h.length);
+  }
+  m_ports.release(in, gp);
+  gp.release();
+  if (s.remaining == 0) {
+    s.read = nullptr;
+    m_tags.release(uint16_t(slot));
+    --m_in_flight;
+    --r->in_flight;
+    finish_if_done(r);
+    issue_reads();
+  }
+  return true;
+}
+
+void p2p_forwarder::finish_if_done(proxied_read* r) {
+  if (r->orig_gp || r->in_flight) return;  // pieces still to issue or in flight
+  auto it = std::find_if(m_reads.begin(), m_reads.end(), [&](auto& p) { return p.get() == r; });
+  if (it != m_reads.end()) m_reads.erase(it);
+}
+
+}  // namespace p2psim::root_complex

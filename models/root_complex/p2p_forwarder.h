@@ -1,0 +1,97 @@
+// How a root complex forwards peer-to-peer traffic between its root ports, or onto the
+// socket interconnect: a property of the platform (GPUDirect RDMA 13.3, 5.4; DESIGN.md 5).
+//   routed       whether it forwards at all (if not: Unsupported Request);
+//   tlp_bytes    the size it re-emits writes and read requests in (some Intel root complexes
+//                cut P2P traffic into 64 B TLPs);
+//   outstanding  how many P2P read requests it keeps in flight (it proxies them with tags of
+//                its own and returns the data to the original requester in order);
+//   bandwidth    a throughput cap of its forwarding path;
+//   latency      extra latency on the P2P path.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <tlm>
+
+#include "models/memory/throughput.h"
+#include "models/pcie/tag_pool.h"
+#include "models/pcie/tlp.h"
+
+namespace p2psim::root_complex {
+
+struct p2p_policy {
+  bool routed = true;
+  double bandwidth_gbs = 0;   // 0: no cap
+  uint32_t outstanding = 0;   // reads only; 0: no limit
+};
+
+struct forwarding_params {
+  p2p_policy write, read;
+  uint32_t tlp_bytes = 0;     // 0: forward TLPs as they are
+  double latency_ns = 0;
+};
+
+// The interface the forwarder sends through (the root complex implements it).
+class forward_ports {
+ public:
+  virtual ~forward_ports() = default;
+  virtual void send(int port, tlm::tlm_generic_payload& gp, uint64_t delay_ps) = 0;
+  virtual void release(int port, tlm::tlm_generic_payload& gp) = 0;  // free an ingress buffer
+  virtual uint16_t own_id() const = 0;
+  virtual void refused(tlm::tlm_generic_payload& gp, int in) = 0;  // answer UR
+};
+
+class p2p_forwarder {
+ public:
+  // Proxied reads use tags [tag_base, tag_base + proxy_tags) of the root complex's ID.
+  static constexpr uint16_t proxy_tags = 512;
+  p2p_forwarder(const forwarding_params& p, forward_ports& ports, uint64_t base_latency_ps,
+                uint16_t tag_base);
+  // A request from port `in` for a peer behind port `out`.
+  void forward(tlm::tlm_generic_payload& gp, int in, int out);
+  // A completion addressed to the root complex itself: one of the proxied reads. Returns
+  // false if it was not ours.
+  bool completion(tlm::tlm_generic_payload& gp, int in);
+  const forwarding_params& params() const { return m_params; }
+  uint64_t refused_requests() const { return m_refused; }
+
+ private:
+  struct proxied_read {
+    pcie::tlp_header orig;
+    tlm::tlm_generic_payload* orig_gp;
+    uint32_t stream;
+    int in, out;
+    uint64_t next_issue, next_deliver, end;
+    std::map<uint64_t, std::vector<uint8_t>> early;  // data that overtook earlier data
+    bool failed = false;
+    uint32_t in_flight = 0;  // pieces issued and not fully answered
+  };
+  struct sub_read {
+    proxied_read* read = nullptr;
+    uint32_t remaining = 0;
+  };
+  void forward_write(tlm::tlm_generic_payload& gp, int in, int out);
+  bool proxies_reads() const;
+  void issue_reads();
+  void deliver(proxied_read& r, uint64_t address, const uint8_t* data, uint32_t len);
+  void finish_if_done(proxied_read* r);
+
+  forwarding_params m_params;
+  forward_ports& m_ports;
+  uint64_t m_latency_ps;
+  memory::throughput m_write_cap, m_read_cap;
+  uint16_t m_tag_base;
+  pcie::tag_pool m_tags{proxy_tags};
+  std::vector<sub_read> m_subs = std::vector<sub_read>(proxy_tags);  // by tag - m_tag_base
+  std::deque<proxied_read*> m_waiting;  // reads with sub-requests still to issue
+  std::vector<std::unique_ptr<proxied_read>> m_reads;
+  uint32_t m_in_flight = 0;
+  uint64_t m_refused = 0;
+};
+
+}  // namespace p2psim::root_complex

@@ -1,0 +1,142 @@
+#include "models/root_complex/root_complex.h"
+
+#include <string>
+
+#include "models/dma/completer.h"
+#include "models/link/tlp_txn.h"
+#include "models/pcie/address.h"
+
+namespace p2psim::root_complex {
+
+using namespace sc_core;
+
+root_complex::root_complex(sc_module_name name, const rc_params& p, link::stream_log& log)
+    : sc_module(name), m_params(p), m_log(log), m_memory(p.memory.size),
+      m_memory_port(m_memory, p.memory_timing, p.bdf, log),
+      m_p2p(p.p2p, *this, uint64_t(p.latency_ns * 1000 + 0.5), 0),
+      m_remote_p2p(p.remote_p2p, *this, uint64_t(p.latency_ns * 1000 + 0.5),
+                   p2p_forwarder::proxy_tags),
+      m_latency_ps(uint64_t(p.latency_ns * 1000 + 0.5)) {
+  for (int i = 0; i < p.root_ports + p.interconnect_ports; ++i) {
+    std::string n = i < p.root_ports ? "rp" + std::to_string(i)
+                                     : "qpi" + std::to_string(i - p.root_ports);
+    m_ports.push_back(std::make_unique<link::pcie_port>(n.c_str(), *this, i));
+  }
+}
+
+void root_complex::set_root_port_route(int i, std::vector<pcie::window> mmio, uint8_t lo,
+                                       uint8_t hi) {
+  m_root_routes.add({i, std::move(mmio), lo, hi});
+}
+
+void root_complex::add_interconnect_route(int i, pcie::window memory,
+                                          std::vector<pcie::window> mmio, uint8_t lo, uint8_t hi) {
+  m_remote_routes.add({m_params.root_ports + i, std::move(mmio), lo, hi});
+  m_remote_memory.add({m_params.root_ports + i, {memory}, 1, 0});
+}
+
+void root_complex::receive(int in, tlm::tlm_generic_payload& gp) {
+  const auto& h = link::hdr(gp);
+  if (h.type == pcie::tlp_type::cpl || h.type == pcie::tlp_type::cpld)
+    completion(in, gp);
+  else
+    request(in, gp);
+}
+
+void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
+  const auto& h = link::hdr(gp);
+  const bool write = h.type == pcie::tlp_type::mwr;
+  if (m_params.memory.contains(h.address)) {
+    uint64_t off = h.address - m_params.memory.base;
+    if (write) {
+      ++m_stats.memory_writes;
+      // The buffer is free once the memory controller's data path has taken the data.
+      m_ports[in]->release(gp, m_memory_port.write(gp, off));
+    } else {
+      ++m_stats.memory_reads;
+      m_memory_port.read(*m_ports[in], gp, off, link::ps(m_latency_ps));
+      release(in, gp);
+    }
+    gp.release();
+    return;
+  }
+  if (int out = m_root_routes.by_address(h.address); out >= 0) {
+    if (is_root_port(in)) {  // peer to peer inside this socket (or an ACS redirect back down)
+      ++m_stats.p2p_requests;
+      m_p2p.forward(gp, in, out);
+    } else {  // from another socket: its root complex applied the cross-socket policy
+      ++m_stats.remote_requests;
+      link::txn(gp).ext.ingress_port = in;
+      send(out, gp, m_latency_ps);
+    }
+    return;
+  }
+  if (int out = m_remote_memory.by_address(h.address); out >= 0 && out != in) {
+    ++m_stats.remote_requests;  // host memory of another socket: not peer to peer
+    link::txn(gp).ext.ingress_port = in;
+    send(out, gp, m_latency_ps);
+    return;
+  }
+  if (int out = m_remote_routes.by_address(h.address); out >= 0 && out != in) {
+    ++m_stats.remote_requests;
+    if (is_root_port(in)) {
+      ++m_stats.remote_p2p_requests;
+      m_remote_p2p.forward(gp, in, out);
+    } else {
+      link::txn(gp).ext.ingress_port = in;
+      send(out, gp, m_latency_ps);
+    }
+    return;
+  }
+  ++m_stats.unsupported;
+  refused(gp, in);
+}
+
+void root_complex::completion(int in, tlm::tlm_generic_payload& gp) {
+  const auto& h = link::hdr(gp);
+  if (h.requester_id == m_params.bdf) {
+    if (m_p2p.completion(gp, in) || m_remote_p2p.completion(gp, in)) return;
+  } else {
+    int out = m_root_routes.by_bus(pcie::bus_of(h.requester_id));
+    if (out < 0) out = m_remote_routes.by_bus(pcie::bus_of(h.requester_id));
+    if (out >= 0 && out != in) {
+      link::txn(gp).ext.ingress_port = in;
+      send(out, gp, m_latency_ps);
+      return;
+    }
+  }
+  ++m_stats.unexpected_completions;
+  release(in, gp);
+  gp.release();
+}
+
+void root_complex::refused(tlm::tlm_generic_payload& gp, int in) {
+  const auto& h = link::hdr(gp);
+  if (h.type == pcie::tlp_type::mrd)
+    dma::send_error_completion(*m_ports[in], h, link::meta(gp).stream, m_params.bdf,
+                               pcie::cpl_status::ur, link::ps(m_latency_ps));
+  else  // a posted request is dropped (and logged as an error); nothing goes back
+    m_log.failed(link::meta(gp).stream, h.length, link::now_ps());
+  release(in, gp);
+  gp.release();
+}
+
+void root_complex::send(int port, tlm::tlm_generic_payload& gp, uint64_t delay_ps) {
+  m_ports[port]->send(gp, link::ps(delay_ps));
+}
+
+void root_complex::release(int port, tlm::tlm_generic_payload& gp) { m_ports[port]->release(gp); }
+
+void root_complex::sent(int, tlm::tlm_generic_payload& gp) {
+  auto& ext = link::txn(gp).ext;
+  if (ext.parent) {  // the last piece of a TLP we cut up: the original's buffer is free
+    tlm::tlm_generic_payload& orig = *ext.parent;
+    ext.parent = nullptr;
+    m_ports[link::txn(orig).ext.ingress_port]->release(orig);
+    orig.release();
+  } else if (ext.ingress_port >= 0) {
+    m_ports[ext.ingress_port]->release(gp);
+  }
+}
+
+}  // namespace p2psim::root_complex

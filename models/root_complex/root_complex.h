@@ -1,0 +1,81 @@
+// A CPU socket's root complex: root ports, the host memory controller behind them, the ports
+// to the socket interconnect (QPI/UPI), and the platform's peer-to-peer forwarding between
+// root ports and across the interconnect (p2p_forwarder).
+//
+// Ports: root ports first (0..R-1), then one port per interconnect link.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <systemc>
+
+#include "models/dma/memory_completer.h"
+#include "models/link/pcie_port.h"
+#include "models/link/stream_log.h"
+#include "models/memory/backing_store.h"
+#include "models/pcie/route_table.h"
+#include "models/root_complex/p2p_forwarder.h"
+
+namespace p2psim::root_complex {
+
+struct rc_params {
+  uint16_t bdf = 0;               // the root complex's own requester / completer ID
+  pcie::window memory;            // local DRAM in the physical address map
+  dma::memory_timing memory_timing;
+  double latency_ns = 100;        // port to port, port to memory controller
+  forwarding_params p2p;          // between root ports of this socket
+  forwarding_params remote_p2p;   // device requests for a peer on another socket
+  int root_ports = 1;
+  int interconnect_ports = 0;
+};
+
+struct rc_stats {
+  uint64_t memory_writes = 0, memory_reads = 0;
+  uint64_t p2p_requests = 0, remote_p2p_requests = 0, remote_requests = 0;
+  uint64_t unsupported = 0, unexpected_completions = 0;
+};
+
+class root_complex : public sc_core::sc_module,
+                     public link::tlp_handler,
+                     private forward_ports {
+ public:
+  root_complex(sc_core::sc_module_name name, const rc_params& p, link::stream_log& log);
+  link::pcie_port& root_port(int i) { return *m_ports[i]; }
+  link::pcie_port& interconnect_port(int i) { return *m_ports[m_params.root_ports + i]; }
+  // What is behind root port i.
+  void set_root_port_route(int i, std::vector<pcie::window> mmio, uint8_t bus_lo, uint8_t bus_hi);
+  // What another socket reachable through interconnect port i holds: its host memory, its
+  // devices' BARs (peers: the cross-socket P2P policy applies) and its bus numbers.
+  void add_interconnect_route(int i, pcie::window memory, std::vector<pcie::window> mmio,
+                              uint8_t bus_lo, uint8_t bus_hi);
+  memory::backing_store& memory() { return m_memory; }
+  const rc_params& params() const { return m_params; }
+  const rc_stats& stats() const { return m_stats; }
+
+  void receive(int port, tlm::tlm_generic_payload& gp) override;
+  void sent(int port, tlm::tlm_generic_payload& gp) override;
+
+ private:
+  // forward_ports
+  void send(int port, tlm::tlm_generic_payload& gp, uint64_t delay_ps) override;
+  void release(int port, tlm::tlm_generic_payload& gp) override;
+  uint16_t own_id() const override { return m_params.bdf; }
+  void refused(tlm::tlm_generic_payload& gp, int in) override;
+
+  bool is_root_port(int port) const { return port < m_params.root_ports; }
+  void request(int in, tlm::tlm_generic_payload& gp);
+  void completion(int in, tlm::tlm_generic_payload& gp);
+
+  rc_params m_params;
+  link::stream_log& m_log;
+  std::vector<std::unique_ptr<link::pcie_port>> m_ports;
+  pcie::route_table m_root_routes, m_remote_routes, m_remote_memory;
+  memory::backing_store m_memory;
+  dma::memory_completer m_memory_port;
+  p2p_forwarder m_p2p, m_remote_p2p;
+  uint64_t m_latency_ps;
+  rc_stats m_stats;
+};
+
+}  // namespace p2psim::root_complex

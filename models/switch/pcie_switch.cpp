@@ -1,0 +1,77 @@
+#include "models/switch/pcie_switch.h"
+
+#include <string>
+
+#include "models/dma/completer.h"
+#include "models/link/stream_log.h"
+#include "models/link/tlp_txn.h"
+#include "models/pcie/address.h"
+
+namespace p2psim::pcie_switch {
+
+using namespace sc_core;
+
+pcie_switch::pcie_switch(sc_module_name name, const switch_params& p)
+    : sc_module(name), m_params(p), m_latency_ps(uint64_t(p.latency_ns * 1000 + 0.5)) {
+  for (int i = 0; i <= p.downstream_ports; ++i) {
+    std::string n = i == 0 ? "up" : "down" + std::to_string(i - 1);
+    m_ports.push_back(std::make_unique<link::pcie_port>(n.c_str(), *this, i));
+  }
+}
+
+void pcie_switch::set_route(int i, std::vector<pcie::window> mmio, uint8_t lo, uint8_t hi) {
+  m_routes.add({1 + i, std::move(mmio), lo, hi});
+}
+
+// The egress port for a TLP that came in at `in`, or -1 to refuse it.
+int pcie_switch::route(int in, tlm::tlm_generic_payload& gp) {
+  const auto& h = link::hdr(gp);
+  if (h.type == pcie::tlp_type::cpl || h.type == pcie::tlp_type::cpld) {
+    int out = m_routes.by_bus(pcie::bus_of(h.requester_id));
+    if (out < 0) out = 0;
+    return out == in ? -1 : out;
+  }
+  int out = m_routes.by_address(h.address);
+  if (in == 0) return out;  // from above: only what a downstream port claims
+  if (out < 0) return 0;    // not below us: up
+  if (out == in) return -1; // a device addressing its own port's window
+  if (m_params.acs_redirect) {
+    ++m_stats.redirected;
+    return 0;
+  }
+  return out;
+}
+
+void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
+  int out = route(in, gp);
+  const auto& h = link::hdr(gp);
+  if (out < 0) {
+    if (h.type == pcie::tlp_type::cpl || h.type == pcie::tlp_type::cpld) {
+      ++m_stats.unexpected_completions;
+    } else {
+      ++m_stats.unsupported;
+      if (h.type == pcie::tlp_type::mrd)
+        dma::send_error_completion(*m_ports[in], h, link::meta(gp).stream, m_params.bdf,
+                                   pcie::cpl_status::ur, SC_ZERO_TIME);
+    }
+    m_ports[in]->release(gp);
+    gp.release();
+    return;
+  }
+  ++m_stats.forwarded;
+  link::txn(gp).ext.ingress_port = in;
+  // Cut-through: the egress may start `latency` after the header came in, i.e. the
+  // serialization time of the TLP earlier than its tail (which is now).
+  uint64_t ser = link::meta(gp).last_ser_ps;
+  uint64_t wait = m_params.cut_through ? (m_latency_ps > ser ? m_latency_ps - ser : 0)
+                                       : m_latency_ps;
+  m_ports[out]->send(gp, link::ps(wait));
+}
+
+void pcie_switch::sent(int, tlm::tlm_generic_payload& gp) {
+  // The TLP left the switch: its ingress buffer is free again.
+  int in = link::txn(gp).ext.ingress_port;
+  if (in >= 0) m_ports[in]->release(gp);
+}
+
+}  // namespace p2psim::pcie_switch

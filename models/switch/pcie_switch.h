@@ -1,0 +1,56 @@
+// A PCIe switch: one upstream port (index 0) and N downstream ports. Requests are routed by
+// address through the memory windows of what sits below each downstream port, completions
+// by requester ID. Each ingress port buffers TLPs per flow-control class (its receive
+// credits) until the egress link has taken them; egress queues apply the ordering rules.
+// With ACS P2P Request Redirect, requests between downstream ports go up to the root complex.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <systemc>
+
+#include "models/link/pcie_port.h"
+#include "models/pcie/route_table.h"
+
+namespace p2psim::pcie_switch {
+
+struct switch_params {
+  int downstream_ports = 2;
+  double latency_ns = 110;    // header in to header out
+  bool cut_through = true;    // false: store-and-forward (the tail must be in first)
+  bool acs_redirect = false;
+  uint16_t bdf = 0;           // ID of the upstream port, for the completions it originates
+};
+
+struct switch_stats {
+  uint64_t forwarded = 0;
+  uint64_t redirected = 0;    // ACS: peer requests sent up instead of across
+  uint64_t unsupported = 0;   // requests no port claims
+  uint64_t unexpected_completions = 0;
+};
+
+class pcie_switch : public sc_core::sc_module, public link::tlp_handler {
+ public:
+  pcie_switch(sc_core::sc_module_name name, const switch_params& p);
+  link::pcie_port& upstream() { return *m_ports[0]; }
+  link::pcie_port& downstream(int i) { return *m_ports[1 + i]; }
+  // Routes for downstream port i (window and buses of everything below it).
+  void set_route(int i, std::vector<pcie::window> mmio, uint8_t bus_lo, uint8_t bus_hi);
+  const switch_params& params() const { return m_params; }
+  const switch_stats& stats() const { return m_stats; }
+
+  void receive(int port, tlm::tlm_generic_payload& gp) override;
+  void sent(int port, tlm::tlm_generic_payload& gp) override;
+
+ private:
+  int route(int in, tlm::tlm_generic_payload& gp);
+
+  switch_params m_params;
+  std::vector<std::unique_ptr<link::pcie_port>> m_ports;
+  pcie::route_table m_routes;
+  uint64_t m_latency_ps;
+  switch_stats m_stats;
+};
+
+}  // namespace p2psim::pcie_switch

@@ -1,0 +1,414 @@
+#include "sim/config/reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "sim/config/units.h"
+
+namespace p2psim::config {
+
+namespace detail {
+struct doc_state {
+  std::string file;
+  YAML::Node tree;
+  // Nodes made by overrides, with the override's text; searched by identity (YAML::Node::is).
+  std::vector<std::pair<YAML::Node, std::string>> origins;
+};
+}  // namespace detail
+
+namespace {
+
+std::string describe(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Scalar: return fmt::format("'{}'", n.Scalar());
+    default: return "nothing";
+  }
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::string join(std::initializer_list<const char*> items) {
+  return join(std::vector<std::string>(items.begin(), items.end()));
+}
+
+// Edit distance, for "did you mean" hints on misspelt keys.
+size_t distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string number_text(double v) { return fmt::format("{:g}", v); }
+
+}  // namespace
+
+// ---- document ----------------------------------------------------------------------------
+
+document document::load(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw error({path, 0, 0}, "", "no such file");
+  if (fs::is_directory(path, ec))
+    throw error({path, 0, 0}, "", "is a directory, expected a YAML file");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw error({path, 0, 0}, "", "cannot read the file");
+  return parse(text.str(), path);
+}
+
+document document::parse(const std::string& text, const std::string& name) {
+  auto state = std::make_shared<detail::doc_state>();
+  state->file = name;
+  if (text.find('\0') != std::string::npos)
+    throw error({name, 0, 0}, "", "not a text file (it contains NUL bytes); expected YAML");
+  try {
+    state->tree = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    source_loc where{name, 0, 0};
+    if (!e.mark.is_null()) where = {name, e.mark.line + 1, e.mark.column + 1};
+    throw error(where, "", "YAML syntax error: " + e.msg);
+  }
+  return document(std::move(state));
+}
+
+node_reader document::root() const {
+  const YAML::Node& t = m_state->tree;
+  if (!t.IsDefined() || t.IsNull())
+    throw error({m_state->file, 0, 0}, "", "the file is empty; expected a map of keys");
+  if (!t.IsMap())
+    throw error({m_state->file, 0, 0}, "",
+                fmt::format("expected a map of keys at the top level, got {}", describe(t)));
+  return node_reader(m_state, t, {m_state->file, 1, 1});
+}
+
+YAML::Node& document::tree() { return m_state->tree; }
+const std::string& document::file() const { return m_state->file; }
+
+void document::mark_origin(const YAML::Node& node, const std::string& origin) {
+  m_state->origins.emplace_back(node, origin);
+  if (node.IsMap()) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      mark_origin(it->first, origin);
+      mark_origin(it->second, origin);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& child : node) mark_origin(child, origin);
+  }
+}
+
+// ---- node_reader: structure --------------------------------------------------------------
+
+node_reader::node_reader(std::shared_ptr<const detail::doc_state> doc, YAML::Node map,
+                         source_loc where)
+    : m_doc(std::move(doc)), m_node(map), m_loc(std::move(where)) {
+  m_shared = std::make_shared<shared>();
+  for (auto it = m_node.begin(); it != m_node.end(); ++it) {
+    if (!it->first.IsScalar())
+      throw error(loc_of(it->first, m_loc), "",
+                  fmt::format("a key must be a plain name, got {}", describe(it->first)));
+    std::string key = it->first.Scalar();
+    // yaml-cpp keeps both pairs of a duplicated key and returns the first; reject instead.
+    for (const auto& e : m_shared->entries)
+      if (e.key == key) {
+        source_loc first = loc_of(e.key_node, m_loc);
+        throw error(loc_of(it->first, m_loc), key,
+                    first.line ? fmt::format("duplicate key (first defined at line {}, column {})",
+                                             first.line, first.column)
+                               : "duplicate key");
+      }
+    m_shared->entries.push_back({key, it->first, it->second});
+  }
+  m_shared->consumed.assign(m_shared->entries.size(), false);
+}
+
+source_loc node_reader::loc_of(const YAML::Node& n, const source_loc& fallback) const {
+  for (const auto& [node, origin] : m_doc->origins)
+    if (node.is(n)) return {origin, 0, 0};
+  const YAML::Mark m = n.Mark();
+  if (m.is_null()) return fallback;
+  return {m_doc->file, m.line + 1, m.column + 1};
+}
+
+source_loc node_reader::loc() const { return m_loc; }
+
+source_loc node_reader::key_loc(const std::string& key) const {
+  const entry* e = lookup(key);
+  if (!e) return m_loc;
+  // A key made by an override has no mark; its value carries the override's origin.
+  return loc_of(e->key_node, loc_of(e->value, m_loc));
+}
+
+source_loc node_reader::loc(const std::string& key) const {
+  const entry* e = lookup(key);
+  if (!e) return m_loc;
+  source_loc k = key_loc(key);
+  source_loc v = loc_of(e->value, k);
+  // yaml-cpp marks an empty value at the start of the next line: point at the key instead
+  // (unless an override made it, which has no line).
+  if (e->value.IsNull() && v.line != 0) return k;
+  return v;
+}
+
+const node_reader::entry* node_reader::lookup(const std::string& key) const {
+  for (const auto& e : m_shared->entries)
+    if (e.key == key) return &e;
+  return nullptr;
+}
+
+const node_reader::entry* node_reader::find(const std::string& key) const {
+  auto& known = m_shared->known;
+  if (std::find(known.begin(), known.end(), key) == known.end()) known.push_back(key);
+  return lookup(key);
+}
+
+const node_reader::entry* node_reader::take(const std::string& key) const {
+  const entry* e = find(key);
+  if (e) m_shared->consumed[size_t(e - m_shared->entries.data())] = true;
+  return e;
+}
+
+const node_reader::entry& node_reader::required(const std::string& key) const {
+  const entry* e = take(key);
+  if (!e) fail(key, "missing required key");
+  return *e;
+}
+
+bool node_reader::has(const std::string& key) const { return find(key) != nullptr; }
+
+std::vector<std::string> node_reader::keys() const {
+  std::vector<std::string> out;
+  for (const auto& e : m_shared->entries) out.push_back(e.key);
+  return out;
+}
+
+void node_reader::fail(const std::string& key, const std::string& message) const {
+  throw error(loc(key), key, message);
+}
+
+void node_reader::fail(const std::string& message) const { throw error(m_loc, "", message); }
+
+void node_reader::done() const {
+  const auto& s = *m_shared;
+  for (size_t i = 0; i < s.entries.size(); ++i) {
+    if (s.consumed[i]) continue;
+    const std::string& key = s.entries[i].key;
+    std::string msg = s.known.empty()
+                          ? fmt::format("unknown key '{}' (this map takes no keys)", key)
+                          : fmt::format("unknown key '{}' (expected one of: {})", key,
+                                        join(s.known));
+    std::string best;
+    size_t best_d = 3;  // only suggest close matches
+    for (const auto& k : s.known) {
+      size_t d = distance(key, k);
+      if (d < best_d) best_d = d, best = k;
+    }
+    if (!best.empty()) msg += fmt::format("; did you mean '{}'?", best);
+    throw error(key_loc(key), "", msg);
+  }
+}
+
+node_reader node_reader::make_child(const YAML::Node& map, const source_loc& where,
+                                    const std::string& key) const {
+  if (!map.IsMap())
+    throw error(where, key, fmt::format("expected a map, got {}", describe(map)));
+  return node_reader(m_doc, map, where);
+}
+
+node_reader node_reader::child(const std::string& key) const {
+  const entry& e = required(key);
+  return make_child(e.value, loc(key), key);
+}
+
+std::optional<node_reader> node_reader::optional_child(const std::string& key) const {
+  const entry* e = take(key);
+  if (!e) return std::nullopt;
+  if (e->value.IsNull()) return node_reader(m_doc, YAML::Node(YAML::NodeType::Map), loc(key));
+  return make_child(e->value, loc(key), key);
+}
+
+std::vector<node_reader> node_reader::list(const std::string& key) const {
+  const entry& e = required(key);
+  if (!e.value.IsSequence())
+    fail(key, fmt::format("expected a list of maps, got {}", describe(e.value)));
+  std::vector<node_reader> out;
+  size_t i = 0;
+  for (const auto& item : e.value) {
+    out.push_back(make_child(item, loc_of(item, loc(key)), fmt::format("{}[{}]", key, i)));
+    ++i;
+  }
+  return out;
+}
+
+std::vector<node_reader> node_reader::optional_list(const std::string& key) const {
+  const entry* e = find(key);
+  if (!e) return {};
+  if (e->value.IsNull()) {
+    take(key);
+    return {};
+  }
+  return list(key);
+}
+
+std::vector<std::string> node_reader::string_list(const std::string& key) const {
+  const entry& e = required(key);
+  if (!e.value.IsSequence())
+    fail(key, fmt::format("expected a list of names such as [a, b], got {}", describe(e.value)));
+  std::vector<std::string> out;
+  for (const auto& item : e.value) {
+    if (!item.IsScalar())
+      throw error(loc_of(item, loc(key)), key,
+                  fmt::format("expected a list of names, got {} as an element", describe(item)));
+    out.push_back(item.Scalar());
+  }
+  return out;
+}
+
+YAML::Node node_reader::raw(const std::string& key) const { return required(key).value; }
+const YAML::Node& node_reader::node() const { return m_node; }
+
+// ---- node_reader: scalars ----------------------------------------------------------------
+
+std::string node_reader::scalar(const entry& e, const char* expected) const {
+  if (!e.value.IsScalar()) fail(e.key, fmt::format("expected {}, got {}", expected, describe(e.value)));
+  return e.value.Scalar();
+}
+
+std::string node_reader::str(const std::string& key) const {
+  return scalar(required(key), "a string");
+}
+
+std::string node_reader::str(const std::string& key, const std::string& def) const {
+  return has(key) ? str(key) : def;
+}
+
+int64_t node_reader::integer(const std::string& key, int64_t min, int64_t max) const {
+  const entry& e = required(key);
+  std::string expected =
+      max == std::numeric_limits<int64_t>::max()
+          ? fmt::format("an integer >= {}", min)
+          : fmt::format("an integer from {} to {}", min, max);
+  std::string text = scalar(e, expected.c_str());
+  std::string_view s = text;
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || v < min || v > max)
+    fail(key, fmt::format("expected {}, got '{}'", expected, text));
+  return v;
+}
+
+int64_t node_reader::integer(const std::string& key, int64_t min, int64_t max,
+                             int64_t def) const {
+  return has(key) ? integer(key, min, max) : def;
+}
+
+double node_reader::number(const std::string& key, double min, double max) const {
+  const entry& e = required(key);
+  std::string expected = std::isinf(max)
+                             ? fmt::format("a number >= {}", number_text(min))
+                             : fmt::format("a number from {} to {}", number_text(min),
+                                           number_text(max));
+  std::string text = scalar(e, expected.c_str());
+  std::string_view s = text;
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v) ||
+      v < min || v > max)
+    fail(key, fmt::format("expected {}, got '{}'", expected, text));
+  return v;
+}
+
+double node_reader::number(const std::string& key, double min, double max, double def) const {
+  return has(key) ? number(key, min, max) : def;
+}
+
+bool node_reader::boolean(const std::string& key) const {
+  std::string text = scalar(required(key), "true or false");
+  if (text == "true" || text == "True" || text == "TRUE") return true;
+  if (text == "false" || text == "False" || text == "FALSE") return false;
+  fail(key, fmt::format("expected true or false, got '{}'", text));
+}
+
+bool node_reader::boolean(const std::string& key, bool def) const {
+  return has(key) ? boolean(key) : def;
+}
+
+// The unit parsers' messages already quote the value and say what was expected.
+template <class T>
+T node_reader::with_units(const std::string& key, T (*parser)(std::string_view),
+                          const char* what) const {
+  std::string text = scalar(required(key), what);
+  try {
+    return parser(text);
+  } catch (const std::invalid_argument& e) {
+    fail(key, e.what());
+  }
+}
+
+uint64_t node_reader::size(const std::string& key) const {
+  return with_units(key, parse_size, "a size such as 256MiB or 4KiB");
+}
+double node_reader::time_ns(const std::string& key) const {
+  return with_units(key, parse_time_ns, "a time such as 110ns or 1.5us");
+}
+double node_reader::bandwidth_gbs(const std::string& key) const {
+  return with_units(key, parse_bandwidth_gbs, "a bandwidth such as 20.8GB/s");
+}
+uint64_t node_reader::address(const std::string& key) const {
+  return with_units(key, parse_address, "an address such as 0x4000_0000_0000");
+}
+
+uint64_t node_reader::size(const std::string& key, uint64_t def) const {
+  return has(key) ? size(key) : def;
+}
+double node_reader::time_ns(const std::string& key, double def) const {
+  return has(key) ? time_ns(key) : def;
+}
+double node_reader::bandwidth_gbs(const std::string& key, double def) const {
+  return has(key) ? bandwidth_gbs(key) : def;
+}
+std::optional<uint64_t> node_reader::optional_address(const std::string& key) const {
+  if (!has(key)) return std::nullopt;
+  return address(key);
+}
+
+std::string node_reader::choice(const std::string& key,
+                                std::initializer_list<const char*> allowed) const {
+  std::string expected = fmt::format("one of: {}", join(allowed));
+  std::string text = scalar(required(key), expected.c_str());
+  for (const char* a : allowed)
+    if (text == a) return text;
+  fail(key, fmt::format("expected {}, got '{}'", expected, text));
+}
+
+std::string node_reader::choice(const std::string& key, std::initializer_list<const char*> allowed,
+                                const std::string& def) const {
+  return has(key) ? choice(key, allowed) : def;
+}
+
+}  // namespace p2psim::config

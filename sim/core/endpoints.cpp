@@ -1,0 +1,67 @@
+#include "sim/core/endpoints.h"
+
+#include <stdexcept>
+
+namespace p2psim::core {
+
+initiator_ref::initiator_ref(fabric_system& sys, const std::string& name)
+    : m_gpu(sys.find_gpu(name)), m_engine(sys.find_engine(name)) {}
+
+memory::backing_store& initiator_ref::local() {
+  return m_gpu ? m_gpu->vram() : m_engine->local_memory();
+}
+
+void initiator_ref::submit(dma::dma_job job) {
+  if (m_gpu)
+    m_gpu->copy_engine().submit(std::move(job));
+  else
+    m_engine->submit(std::move(job));
+}
+
+target_region::target_region(fabric_system& sys, const std::string& name, uint64_t offset,
+                             uint64_t bytes)
+    : m_offset(offset) {
+  if (auto* g = sys.find_gpu(name)) {
+    const uint64_t page = gpu::bar1_page_bytes;
+    m_pages = (bytes + page - 1) / page;
+    auto first = g->bar1().find_free(m_pages);
+    if (!first) throw std::runtime_error("BAR1 of " + name + " has no room for the transfer");
+    m_gpu = g;
+    m_first_page = *first;
+    g->bar1().map(m_first_page, m_pages, offset);
+    m_store = &g->vram();
+    m_bus = g->params().bar1.base + m_first_page * page;
+  } else if (auto* e = sys.find_engine(name)) {
+    m_store = &e->local_memory();
+    m_bus = e->params().bar2.base + offset;
+  } else if (auto* rc = sys.find_socket(name)) {
+    m_store = &rc->memory();
+    m_bus = rc->params().memory.base + offset;
+  } else {
+    throw std::logic_error("unknown target " + name);
+  }
+}
+
+target_region::~target_region() {
+  if (m_gpu) m_gpu->bar1().unmap(m_first_page, m_pages);
+}
+
+uint64_t target_capacity(const topo::topology& t, const topo::address_map&,
+                         const std::string& name) {
+  if (const auto* d = t.find_device(name)) {
+    if (d->type == topo::device_type::gpu)
+      return std::min(d->bar1_bytes - d->bar1_reserved_bytes, d->vram_bytes);
+    return d->bar2_bytes;
+  }
+  if (const auto* s = t.find_socket(name)) return s->memory_bytes;
+  return 0;
+}
+
+uint64_t initiator_capacity(const topo::topology& t, const std::string& name) {
+  if (const auto* d = t.find_device(name))
+    return d->type == topo::device_type::gpu ? d->vram_bytes
+                                             : std::max(d->local_memory_bytes, d->bar2_bytes);
+  return 0;
+}
+
+}  // namespace p2psim::core

@@ -1,0 +1,134 @@
+#include "sim/core/report.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace p2psim::core {
+
+namespace {
+
+const char* class_name(int c) {
+  switch (c) {
+    case 1: return "PCIe switches only";
+    case 2: return "single CPU/IOH";
+    case 3: return "CPU/IOH <-> QPI/UPI <-> CPU/IOH";
+  }
+  return "-";
+}
+
+std::vector<std::string> devices_of(const run_result& r) {
+  std::vector<std::string> names;
+  auto add = [&](const std::string& n) {
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  };
+  for (const auto& b : r.bandwidth) add(b.src), add(b.dst);
+  for (const auto& l : r.latency) add(l.src), add(l.dst);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void matrix(std::ostream& os, const std::string& title, const std::vector<std::string>& names,
+            const std::map<std::pair<std::string, std::string>, double>& cells, int precision) {
+  if (cells.empty()) return;
+  size_t w = 8;
+  for (const auto& n : names) w = std::max(w, n.size() + 2);
+  os << title << "\n" << fmt::format("{:>{}}", "D\\D", w);
+  for (const auto& n : names) os << fmt::format("{:>{}}", n, w);
+  os << "\n";
+  for (const auto& row : names) {
+    os << fmt::format("{:>{}}", row, w);
+    for (const auto& col : names) {
+      auto it = cells.find({row, col});
+      if (it == cells.end())
+        os << fmt::format("{:>{}}", row == col ? "X" : "-", w);
+      else
+        os << fmt::format("{:>{}.{}f}", it->second, w, precision);
+    }
+    os << "\n";
+  }
+  os << "\n";
+}
+
+}  // namespace
+
+void print_run(std::ostream& os, const run_result& r) {
+  os << fmt::format("=== Topology {} ({})\n", r.topology, r.topology_file);
+  if (!r.description.empty()) os << "    " << r.description << "\n";
+  std::set<std::pair<std::string, std::string>> shown;
+  for (const auto& b : r.bandwidth)
+    if (!b.path.empty() && shown.insert({b.src, b.dst}).second)
+      os << fmt::format("    {} -> {}: path {}, GPUDirect RDMA class {} ({})\n", b.src, b.dst,
+                        b.path, b.topology_class, class_name(b.topology_class));
+  os << "\n";
+  auto names = devices_of(r);
+  std::map<std::pair<std::string, std::string>, double> wr, rd, wl, rl;
+  for (const auto& b : r.bandwidth) (b.op == "write" ? wr : rd)[{b.src, b.dst}] = b.gbps;
+  for (const auto& l : r.latency) (l.op == "write" ? wl : rl)[{l.src, l.dst}] = l.ns / 1000.0;
+  matrix(os, "Unidirectional P2P write bandwidth (GB/s), initiator (row) -> target (column)", names,
+         wr, 2);
+  matrix(os, "Unidirectional P2P read bandwidth (GB/s), initiator (row) reads target (column)",
+         names, rd, 2);
+  if (!r.latency.empty()) {
+    std::string size = fmt::format("{} B", r.latency.front().bytes);
+    matrix(os, "P2P write latency (us), " + size + ", initiator (row) -> target (column)", names,
+           wl, 2);
+    matrix(os, "P2P read latency (us), " + size + ", initiator (row) reads target (column)",
+           names, rl, 2);
+  }
+  os << fmt::format("Simulated {:.3f} ms, {} TLPs, {:.2f} s wall ({:.0f} TLPs/s)\n",
+                    r.simulated_ns / 1e6, r.tlps, r.wall_seconds,
+                    r.wall_seconds > 0 ? r.tlps / r.wall_seconds : 0.0);
+  for (const auto& e : r.errors) os << "ERROR: " << e << "\n";
+  os << "\n";
+}
+
+void print_comparison(std::ostream& os, const std::vector<run_result>& runs) {
+  if (runs.empty()) return;
+  // Columns: each transfer by name (GB/s), then each latency probe (us).
+  std::vector<std::string> transfers, probes;
+  for (const auto& r : runs) {
+    for (const auto& b : r.bandwidth)
+      if (std::find(transfers.begin(), transfers.end(), b.transfer) == transfers.end())
+        transfers.push_back(b.transfer);
+    for (const auto& l : r.latency) {
+      std::string p = l.op + " lat";
+      if (std::find(probes.begin(), probes.end(), p) == probes.end()) probes.push_back(p);
+    }
+  }
+  size_t tw = 10;
+  for (const auto& r : runs) tw = std::max(tw, r.topology.size() + 2);
+  os << "=== P2P across the GPUDirect RDMA topology classes (GB/s with GB = 1e9 B; latency in us)\n";
+  os << fmt::format("{:<{}}{:<6}{:<36}", "topology", tw, "path", "class");
+  for (const auto& t : transfers) os << fmt::format("{:>12}", t);
+  for (const auto& p : probes) os << fmt::format("{:>12}", p);
+  os << "\n";
+  for (const auto& r : runs) {
+    std::string path = "-", cls = "-";
+    for (const auto& b : r.bandwidth)
+      if (!b.path.empty()) {
+        path = b.path;
+        cls = fmt::format("{}: {}", b.topology_class, class_name(b.topology_class));
+        break;
+      }
+    os << fmt::format("{:<{}}{:<6}{:<36}", r.topology, tw, path, cls);
+    for (const auto& t : transfers) {
+      auto it = std::find_if(r.bandwidth.begin(), r.bandwidth.end(),
+                             [&](const auto& b) { return b.transfer == t; });
+      os << (it == r.bandwidth.end() ? fmt::format("{:>12}", "-") : fmt::format("{:>12.2f}", it->gbps));
+    }
+    for (const auto& p : probes) {
+      auto it = std::find_if(r.latency.begin(), r.latency.end(),
+                             [&](const auto& l) { return l.op + " lat" == p; });
+      os << (it == r.latency.end() ? fmt::format("{:>12}", "-")
+                                   : fmt::format("{:>12.2f}", it->ns / 1000.0));
+    }
+    os << "\n";
+  }
+  os << "\n";
+}
+
+}  // namespace p2psim::core

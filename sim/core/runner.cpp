@@ -1,0 +1,264 @@
+#include "sim/core/runner.h"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "sim/config/error.h"
+#include "models/link/tlp_txn.h"
+#include "sim/core/endpoints.h"
+#include "sim/core/stats_dump.h"
+#include "sim/core/system.h"
+#include "sim/topology/topology_graph.h"
+
+namespace p2psim::core {
+
+using namespace sc_core;
+
+namespace {
+
+constexpr uint64_t slot_align = 64 * 1024;
+uint64_t slot_bytes(uint64_t size) { return (size + slot_align - 1) / slot_align * slot_align; }
+
+// A reproducible byte pattern (xorshift64*), different for every transfer, repetition, stream.
+void fill_pattern(memory::backing_store& s, uint64_t offset, uint64_t bytes, uint64_t seed) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  std::vector<uint8_t> buf(1 << 20);
+  for (uint64_t done = 0; done < bytes; done += buf.size()) {
+    size_t n = std::min<uint64_t>(buf.size(), bytes - done);
+    for (size_t i = 0; i < n; i += 8) {
+      x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+      uint64_t v = x * 0x2545F4914F6CDD1Dull;
+      for (size_t k = 0; k < 8 && i + k < n; ++k) buf[i + k] = uint8_t(v >> (8 * k));
+    }
+    s.write(offset + done, std::span<const uint8_t>(buf.data(), n));
+  }
+}
+
+uint64_t count_mismatches(memory::backing_store& a, uint64_t ao, memory::backing_store& b,
+                          uint64_t bo, uint64_t bytes) {
+  std::vector<uint8_t> x(1 << 20), y(1 << 20);
+  uint64_t bad = 0;
+  for (uint64_t done = 0; done < bytes; done += x.size()) {
+    size_t n = std::min<uint64_t>(x.size(), bytes - done);
+    a.read(ao + done, std::span<uint8_t>(x.data(), n));
+    b.read(bo + done, std::span<uint8_t>(y.data(), n));
+    for (size_t i = 0; i < n; ++i) bad += x[i] != y[i];
+  }
+  return bad;
+}
+
+class driver : public sc_module {
+ public:
+  SC_HAS_PROCESS(driver);
+  driver(sc_module_name n, fabric_system& sys, const scenario& s, run_result& out)
+      : sc_module(n), m_sys(sys), m_sc(s), m_out(out) {
+    SC_THREAD(main);
+  }
+
+ private:
+  struct outcome {
+    uint64_t bytes = 0, failed = 0, mismatched = 0;
+    uint64_t t0 = 0, t1 = 0;
+  };
+
+  // Moves `size` bytes per stream on `streams` streams at once and verifies them.
+  outcome move(const transfer_spec& t, uint64_t size, int streams, uint64_t seed) {
+    initiator_ref init(m_sys, t.initiator);
+    link::stream_log& log = m_sys.streams();
+    std::vector<std::unique_ptr<target_region>> regions;
+    std::vector<uint32_t> ids;
+    for (int i = 0; i < streams; ++i) {
+      uint64_t off = uint64_t(i) * slot_bytes(size);
+      regions.push_back(std::make_unique<target_region>(m_sys, t.target, off, size));
+      auto& reg = *regions.back();
+      // Source gets a fresh pattern, the destination its complement: stale bytes show.
+      if (t.write) {
+        fill_pattern(init.local(), off, size, seed + i);
+        fill_pattern(reg.store(), reg.offset(), size, ~(seed + i));
+      } else {
+        fill_pattern(reg.store(), reg.offset(), size, seed + i);
+        fill_pattern(init.local(), off, size, ~(seed + i));
+      }
+      uint32_t id = log.open(size);
+      log[id].submit_ps = link::now_ps();
+      ids.push_back(id);
+      dma::dma_job job;
+      job.write = t.write;
+      job.segments.push_back({reg.bus_address(), size, off});
+      job.attrs = t.attrs;
+      job.stream = id;
+      init.submit(std::move(job));
+    }
+    auto all_done = [&] {
+      for (uint32_t id : ids)
+        if (!log[id].finished()) return false;
+      return true;
+    };
+    while (!all_done()) wait(log.finished_event());
+    // Writes land a little after the stream's last event fires: wait for the last landing.
+    uint64_t last = 0;
+    for (uint32_t id : ids) last = std::max(last, log[id].last_land_ps);
+    if (last > link::now_ps()) wait(link::ps(last - link::now_ps()));
+
+    outcome o;
+    o.t0 = UINT64_MAX;
+    for (int i = 0; i < streams; ++i) {
+      const auto& r = log[ids[i]];
+      o.t0 = std::min(o.t0, r.first_start_ps ? r.first_start_ps : r.submit_ps);
+      o.t1 = std::max(o.t1, r.last_land_ps);
+      o.failed += r.failed_bytes;
+      o.bytes += r.landed_bytes;
+      if (m_sc.verify) {
+        uint64_t off = uint64_t(i) * slot_bytes(size);
+        auto& reg = *regions[i];
+        o.mismatched += t.write ? count_mismatches(init.local(), off, reg.store(), reg.offset(), size)
+                                : count_mismatches(reg.store(), reg.offset(), init.local(), off, size);
+      }
+    }
+    return o;
+  }
+
+  void bandwidth(const transfer_spec& t, size_t index) {
+    bandwidth_result b;
+    b.transfer = t.name;
+    b.src = t.initiator;
+    b.dst = t.target;
+    b.op = t.write ? "write" : "read";
+    uint64_t ps_total = 0;
+    for (int rep = 0; rep < t.count; ++rep) {
+      outcome o = move(t, t.size, t.concurrency, m_sc.seed * 1000003 + index * 1009 + rep * 31);
+      b.bytes += o.bytes;
+      b.failed_bytes += o.failed;
+      b.mismatched_bytes += o.mismatched;
+      ps_total += o.t1 > o.t0 ? o.t1 - o.t0 : 0;
+    }
+    b.seconds = ps_total * 1e-12;
+    b.gbps = ps_total ? double(b.bytes) / double(ps_total) * 1000.0 : 0;
+    if (b.failed_bytes)
+      m_out.errors.push_back(fmt::format("{}: {} bytes refused by the fabric", t.name, b.failed_bytes));
+    if (b.mismatched_bytes)
+      m_out.errors.push_back(
+          fmt::format("{}: {} bytes differ from the source", t.name, b.mismatched_bytes));
+    m_out.bandwidth.push_back(b);
+  }
+
+  void latency(const transfer_spec& t) {
+    latency_result l;
+    l.src = t.initiator;
+    l.dst = t.target;
+    l.op = t.write ? "write" : "read";
+    l.bytes = m_sc.latency_size;
+    l.samples = m_sc.latency_samples;
+    uint64_t total = 0;
+    for (int i = 0; i < m_sc.latency_samples; ++i) {
+      outcome o = move(t, m_sc.latency_size, 1, m_sc.seed + 7919 * i);
+      total += o.t1 - o.t0;
+      if (o.failed || o.mismatched)
+        m_out.errors.push_back(fmt::format("latency probe {} -> {} lost data", t.initiator, t.target));
+    }
+    l.ns = double(total) / m_sc.latency_samples / 1000.0;
+    m_out.latency.push_back(l);
+  }
+
+  void main() {
+    if (m_sc.measure_bandwidth)
+      for (size_t i = 0; i < m_sc.transfers.size(); ++i) bandwidth(m_sc.transfers[i], i);
+    if (m_sc.measure_latency) {
+      std::set<std::tuple<std::string, std::string, bool>> seen;
+      for (const auto& t : m_sc.transfers)
+        if (seen.insert({t.initiator, t.target, t.write}).second) latency(t);
+    }
+    sc_stop();
+  }
+
+  fabric_system& m_sys;
+  const scenario& m_sc;
+  run_result& m_out;
+};
+
+}  // namespace
+
+void check_scenario(const scenario& s, const topo::topology& t, const topo::address_map& a) {
+  topo::fabric_graph g(t);
+  for (const auto& x : s.transfers) {
+    const auto* init = t.find_device(x.initiator);
+    if (!init)
+      throw config::error(x.loc, "initiator",
+                          fmt::format("'{}' is not a GPU or DMA engine in {}", x.initiator, t.file));
+    const auto* dev = t.find_device(x.target);
+    if (!dev && !t.find_socket(x.target))
+      throw config::error(x.loc, "target",
+                          fmt::format("'{}' is not a device or socket in {}", x.target, t.file));
+    uint64_t need = uint64_t(x.concurrency) * slot_bytes(std::max(x.size, s.latency_size));
+    uint64_t cap = target_capacity(t, a, x.target);
+    if (dev && dev->type == topo::device_type::dma_engine && cap == 0)
+      throw config::error(x.loc, "target",
+                          fmt::format("'{}' exposes no memory (its bar2 is 0)", x.target));
+    if (need > cap)
+      throw config::error(
+          x.loc, "size",
+          fmt::format("{} streams of {} bytes need {} bytes on {}, which exposes {} bytes{}",
+                      x.concurrency, x.size, need, x.target, cap,
+                      dev && dev->type == topo::device_type::gpu
+                          ? " (BAR1 less its driver-reserved region)" : ""));
+    if (need > initiator_capacity(t, x.initiator))
+      throw config::error(x.loc, "size",
+                          fmt::format("{} bytes do not fit the local memory of {}", need,
+                                      x.initiator));
+    if (!dev) continue;
+    // A peer path through a root complex needs the platform to route it.
+    auto type = g.classify(x.initiator, x.target);
+    const auto& plat = t.find_socket(a.socket_of.at(x.initiator))->platform;
+    if (type == topo::path_type::PHB || type == topo::path_type::NODE) {
+      const auto& pol = x.write ? plat.p2p_write : plat.p2p_read;
+      if (!pol.routed)
+        throw config::error(x.loc, "op",
+                            fmt::format("platform {} does not route peer-to-peer {}s between root "
+                                        "ports ({} -> {}: {})",
+                                        plat.name, x.write ? "write" : "read", x.initiator,
+                                        x.target, topo::to_string(type)));
+    } else if (type == topo::path_type::SYS) {
+      const auto& pol = x.write ? plat.qpi_p2p_write : plat.qpi_p2p_read;
+      if (!pol.routed)
+        throw config::error(x.loc, "op",
+                            fmt::format("platform {} does not route peer-to-peer {}s across the "
+                                        "socket interconnect ({} -> {})",
+                                        plat.name, x.write ? "write" : "read", x.initiator,
+                                        x.target));
+    }
+  }
+}
+
+run_result run_topology(const scenario& s, const topo::topology& t, const topo::address_map& a) {
+  check_scenario(s, t, a);
+  run_result r;
+  r.scenario = s.name;
+  r.topology = t.name;
+  r.topology_file = t.file;
+  r.description = t.description;
+  auto wall0 = std::chrono::steady_clock::now();
+  fabric_system sys(t, a);
+  driver drv("driver", sys, s, r);
+  sc_start();
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  r.simulated_ns = uint64_t(sc_time_stamp().to_seconds() * 1e9 + 0.5);
+  r.tlps = link::tlp_pool::instance().created();
+  topo::fabric_graph g(t);
+  for (auto& b : r.bandwidth) {
+    if (t.find_device(b.src) && t.find_device(b.dst)) {
+      auto p = g.classify(b.src, b.dst);
+      b.path = topo::to_string(p);
+      b.topology_class = topo::topology_class(p);
+    }
+  }
+  r.stats = dump_stats(sys, r.simulated_ns);
+  return r;
+}
+
+}  // namespace p2psim::core

@@ -1,0 +1,23 @@
+// Runs a scenario on one topology inside this process: checks the scenario against the
+// topology, elaborates the fabric, drives the transfers from an SC_THREAD, verifies every
+// byte, and returns what was measured. SystemC elaborates once per process, so a process
+// runs one topology; `p2psim run` starts one process per topology for multi-topology
+// scenarios.
+#pragma once
+
+#include <string>
+
+#include "sim/core/result.h"
+#include "sim/core/scenario.h"
+#include "sim/topology/address_map.h"
+#include "sim/topology/topology.h"
+
+namespace p2psim::core {
+
+// Throws config::error (exit code 2) when the scenario cannot run on the topology: unknown
+// devices, a transfer larger than the target can expose, a path the platform does not route.
+void check_scenario(const scenario& s, const topo::topology& t, const topo::address_map& a);
+
+run_result run_topology(const scenario& s, const topo::topology& t, const topo::address_map& a);
+
+}  // namespace p2psim::core

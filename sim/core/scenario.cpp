@@ -1,0 +1,93 @@
+#include "sim/core/scenario.h"
+
+#include <filesystem>
+#include <set>
+
+#include "sim/config/error.h"
+#include "sim/config/reader.h"
+
+namespace p2psim::core {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+transfer_spec read_transfer(const config::node_reader& r, size_t index) {
+  transfer_spec t;
+  t.loc = r.loc();
+  t.name = r.str("name", "transfer" + std::to_string(index));
+  t.initiator = r.str("initiator");
+  t.target = r.str("target");
+  t.write = r.choice("op", {"write", "read"}) == "write";
+  t.size = r.size("size");
+  if (t.size == 0) r.fail("size", "must be at least 1 byte");
+  if (t.size > (1ull << 40)) r.fail("size", "must be at most 1TiB");
+  t.count = int(r.integer("count", 1, 1000000, 1));
+  t.concurrency = int(r.integer("concurrency", 1, 1024, 1));
+  t.attrs.relaxed_ordering = r.boolean("relaxed_ordering", false);
+  t.attrs.id_based_ordering = r.boolean("id_based_ordering", false);
+  t.attrs.no_snoop = r.boolean("no_snoop", false);
+  t.attrs.traffic_class = uint8_t(r.integer("traffic_class", 0, 7, 0));
+  if (t.initiator == t.target) r.fail("target", "a device cannot transfer to itself");
+  r.done();
+  return t;
+}
+
+}  // namespace
+
+scenario load_scenario(const std::string& path, const std::vector<config::override_spec>& overrides) {
+  config::document doc = config::document::load(path);
+  for (const auto& o : overrides) apply_override(doc, o, config::override_rules{});
+  config::node_reader r = doc.root();
+  scenario s;
+  s.file = path;
+  s.name = r.str("name", fs::path(path).stem().string());
+  s.description = r.str("description", "");
+  const fs::path dir = fs::path(path).parent_path();
+  auto resolve = [&](const std::string& p) {
+    fs::path q(p);
+    return (q.is_absolute() ? q : dir / q).lexically_normal().string();
+  };
+  if (r.has("topology") && r.has("topologies"))
+    r.fail("topologies", "give either `topology` or `topologies`, not both");
+  if (r.has("topology")) {
+    s.topologies.push_back(resolve(r.str("topology")));
+    s.topology_locs.push_back(r.loc("topology"));
+  } else {
+    for (const auto& t : r.string_list("topologies")) {
+      s.topologies.push_back(resolve(t));
+      s.topology_locs.push_back(r.loc("topologies"));
+    }
+    if (s.topologies.empty()) r.fail("topologies", "name at least one topology file");
+  }
+  std::set<std::string> names;
+  size_t i = 0;
+  for (const auto& t : r.list("transfers")) {
+    s.transfers.push_back(read_transfer(t, i++));
+    if (!names.insert(s.transfers.back().name).second)
+      t.fail("name", "duplicate transfer name '" + s.transfers.back().name + "'");
+  }
+  if (s.transfers.empty()) r.fail("transfers", "list at least one transfer");
+  if (auto m = r.optional_child("measure")) {
+    s.measure_bandwidth = m->boolean("bandwidth", true);
+    if (m->has("latency")) {
+      if (m->raw("latency").IsScalar()) {
+        s.measure_latency = m->boolean("latency");
+      } else {
+        auto l = m->child("latency");
+        s.latency_size = l.size("size", 4);
+        if (s.latency_size == 0 || s.latency_size > 4096)
+          l.fail("size", "a latency probe moves 1 byte to 4KiB");
+        s.latency_samples = int(l.integer("samples", 1, 10000, 8));
+        l.done();
+      }
+    }
+    m->done();
+  }
+  s.verify = r.boolean("verify", true);
+  s.seed = uint64_t(r.integer("seed", 0, INT64_MAX, 1));
+  r.done();
+  return s;
+}
+
+}  // namespace p2psim::core

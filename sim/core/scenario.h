@@ -1,0 +1,47 @@
+// What runs on a topology: a scenario file names one or more topologies and the transfers
+// to measure on each (who initiates, read or write, size, count, concurrency), and what to
+// measure. See docs/formats-scenario.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/pcie/tlp.h"
+#include "sim/config/overrides.h"
+#include "sim/config/source_loc.h"
+
+namespace p2psim::core {
+
+struct transfer_spec {
+  std::string name;
+  std::string initiator;      // a GPU (its copy engine) or a DMA engine
+  std::string target;         // a GPU (its BAR1), a DMA engine (its BAR2), a socket (memory)
+  bool write = true;          // seen from the initiator
+  uint64_t size = 0;          // bytes per stream and repetition
+  int count = 1;              // repetitions, back to back
+  int concurrency = 1;        // streams at once, each moving `size`
+  pcie::tlp_attrs attrs;
+  config::source_loc loc;
+};
+
+struct scenario {
+  std::string name;
+  std::string description;
+  std::string file;
+  std::vector<std::string> topologies;    // paths, resolved against the scenario's folder
+  std::vector<config::source_loc> topology_locs;
+  std::vector<transfer_spec> transfers;
+  bool measure_bandwidth = true;
+  bool measure_latency = true;
+  uint64_t latency_size = 4;              // bytes moved by a latency probe
+  int latency_samples = 8;
+  bool verify = true;                     // compare every byte after each transfer
+  uint64_t seed = 1;                      // data patterns
+};
+
+// Loads and checks a scenario file; `overrides` are the --set items that are not topology
+// paths (scenario paths such as `transfers.write.size=1MiB`).
+scenario load_scenario(const std::string& path, const std::vector<config::override_spec>& overrides);
+
+}  // namespace p2psim::core

@@ -1,0 +1,196 @@
+#include "sim/core/system.h"
+
+#include <deque>
+#include <set>
+
+#include "models/pcie/address.h"
+#include "models/pcie/window.h"
+
+namespace p2psim::core {
+
+namespace {
+
+pcie::window win(const topo::addr_range& r) { return {r.base, r.size}; }
+
+root_complex::p2p_policy policy(const topo::p2p_forwarding& f) {
+  return {f.routed, f.bandwidth_gbs, f.outstanding};
+}
+
+// Endpoints and root ports advertise infinite completion credits (PCIe Base Spec 2.6.1);
+// switch ports advertise what the link's `credits` say.
+pcie::credit_limits receiver_credits(const topo::credit_params& c, bool infinite_completions) {
+  pcie::credit_limits l{c.ph, c.pd, c.nph, c.npd, c.cplh, c.cpld};
+  if (infinite_completions) l.cplh = l.cpld = 0;
+  return l;
+}
+
+}  // namespace
+
+fabric_system::fabric_system(const topo::topology& t, const topo::address_map& a)
+    : m_topo(t), m_addr(a) {
+  build_sockets();
+  build_switches();
+  build_devices();
+  build_links();
+  build_interconnects();
+}
+
+fabric_system::~fabric_system() = default;
+
+void fabric_system::build_sockets() {
+  for (const auto& s : m_topo.sockets) {
+    const auto& pf = s.platform;
+    const auto& sa = m_addr.sockets.at(s.name);
+    root_complex::rc_params p;
+    p.bdf = sa.rc_bdf;
+    p.memory = win(sa.memory);
+    p.memory_timing = {pf.mem_latency_ns, pf.mem_bandwidth_gbs, pf.mem_cpl_bytes, 64};
+    p.latency_ns = pf.rc_latency_ns;
+    p.p2p = {policy(pf.p2p_write), policy(pf.p2p_read), pf.p2p_tlp_bytes, pf.p2p_latency_ns};
+    p.remote_p2p = {policy(pf.qpi_p2p_write), policy(pf.qpi_p2p_read), pf.p2p_tlp_bytes,
+                    pf.p2p_latency_ns};
+    p.root_ports = 0;
+    for (const auto& l : m_topo.links) p.root_ports += l.up == s.name;
+    p.interconnect_ports = 0;
+    for (const auto& q : m_topo.interconnects) p.interconnect_ports += q.a == s.name || q.b == s.name;
+    m_sockets[s.name] = std::make_unique<root_complex::root_complex>(s.name.c_str(), p, m_log);
+  }
+}
+
+void fabric_system::build_switches() {
+  for (const auto& s : m_topo.switches) {
+    pcie_switch::switch_params p;
+    p.downstream_ports = 0;
+    for (const auto& l : m_topo.links) p.downstream_ports += l.up == s.name;
+    p.downstream_ports = std::max(p.downstream_ports, s.ports);
+    p.latency_ns = s.latency_ns;
+    p.cut_through = s.cut_through;
+    p.acs_redirect = s.acs_redirect;
+    p.bdf = pcie::make_bdf(m_addr.switch_bus.at(s.name), 0, 0);
+    m_switches[s.name] = std::make_unique<pcie_switch::pcie_switch>(s.name.c_str(), p);
+  }
+}
+
+void fabric_system::build_devices() {
+  for (const auto& d : m_topo.devices) {
+    const auto& da = m_addr.devices.at(d.name);
+    dma::requester_params req{da.bdf, m_topo.mps_of(d), m_topo.mrrs_of(d), m_topo.tags_of(d)};
+    if (d.type == topo::device_type::gpu) {
+      gpu::gpu_params p;
+      p.bdf = da.bdf;
+      p.bar0 = win(da.bar0);
+      p.bar1 = win(da.bar1);
+      p.bar1_reserved = d.bar1_reserved_bytes;
+      p.vram_bytes = d.vram_bytes;
+      p.vram = {d.vram_latency_ns, d.vram_bandwidth_gbs, m_topo.mps_of(d), m_topo.rcb_of(d)};
+      p.copy = req;
+      m_gpus[d.name] = std::make_unique<gpu::gpu>(d.name.c_str(), p, m_log);
+    } else {
+      dma_engine::engine_params p;
+      p.bdf = da.bdf;
+      p.bar0 = win(da.bar0);
+      p.bar2 = win(da.bar2);
+      p.local_memory_bytes = std::max(d.local_memory_bytes, d.bar2_bytes);
+      p.descriptor_latency_ns = d.descriptor_latency_ns;
+      p.local = {100, 0, m_topo.mps_of(d), m_topo.rcb_of(d)};
+      p.requester = req;
+      m_engines[d.name] = std::make_unique<dma_engine::dma_engine>(d.name.c_str(), p, m_log);
+    }
+  }
+}
+
+link::pcie_port& fabric_system::upstream_port_for(const topo::link_params& l, int index) {
+  if (auto it = m_sockets.find(l.up); it != m_sockets.end()) return it->second->root_port(index);
+  return m_switches.at(l.up)->downstream(index);
+}
+
+link::pcie_port& fabric_system::downstream_port_for(const std::string& node) {
+  if (auto it = m_switches.find(node); it != m_switches.end()) return it->second->upstream();
+  if (auto it = m_gpus.find(node); it != m_gpus.end()) return it->second->port;
+  return m_engines.at(node)->port;
+}
+
+void fabric_system::build_links() {
+  std::map<std::string, int> next_port;  // per upstream node, in file order
+  for (const auto& l : m_topo.links) {
+    int index = next_port[l.up]++;
+    const bool up_is_socket = m_sockets.count(l.up) > 0;
+    const bool down_is_switch = m_switches.count(l.down) > 0;
+    link::pcie_link_params p;
+    p.gen = l.gen;
+    p.width = l.width;
+    p.latency_ns = l.latency_ns;
+    p.mps = m_topo.pcie.mps;
+    if (const auto* d = m_topo.find_device(l.down)) p.mps = m_topo.mps_of(*d);
+    p.ack_limit = l.ack_limit;
+    p.fc_limit = l.fc_limit;
+    p.down_credits = receiver_credits(l.credits, !down_is_switch);
+    p.up_credits = receiver_credits(l.credits, up_is_socket);
+    std::string name = "link_" + l.down;
+    auto lk = std::make_unique<link::pcie_link>(name.c_str(), p);
+    lk->connect(upstream_port_for(l, index), downstream_port_for(l.down));
+
+    const auto& w = m_addr.ports.at(l.down);
+    if (up_is_socket)
+      m_sockets[l.up]->set_root_port_route(index, {win(w.mmio)}, w.buses.secondary,
+                                           w.buses.subordinate);
+    else
+      m_switches[l.up]->set_route(index, {win(w.mmio)}, w.buses.secondary, w.buses.subordinate);
+    m_link_list.push_back({l.down, lk.get()});
+    m_links.push_back(std::move(lk));
+  }
+}
+
+void fabric_system::build_interconnects() {
+  std::map<std::string, int> next_port;
+  // port index of each interconnect at each of its sockets, and the socket graph
+  std::map<std::string, std::vector<std::pair<std::string, int>>> neighbours;
+  for (const auto& q : m_topo.interconnects) {
+    int ia = next_port[q.a]++, ib = next_port[q.b]++;
+    const auto& pa = m_topo.find_socket(q.a)->platform;
+    link::qpi_link_params p;
+    p.bandwidth_gbs = q.bandwidth_gbs.value_or(pa.qpi_bandwidth_gbs);
+    p.latency_ns = q.latency_ns.value_or(pa.qpi_latency_ns);
+    auto lk = std::make_unique<link::qpi_link>(q.name.c_str(), p);
+    lk->connect(m_sockets[q.a]->interconnect_port(ia), m_sockets[q.b]->interconnect_port(ib));
+    neighbours[q.a].push_back({q.b, ia});
+    neighbours[q.b].push_back({q.a, ib});
+    m_qpi_list.push_back({q.name, lk.get()});
+    m_qpis.push_back(std::move(lk));
+  }
+  // Each socket reaches every other through the first hop of a shortest path (BFS).
+  for (const auto& s : m_topo.sockets) {
+    std::map<std::string, int> first_hop{{s.name, -1}};
+    std::deque<std::string> todo{s.name};
+    while (!todo.empty()) {
+      std::string cur = todo.front();
+      todo.pop_front();
+      for (const auto& [next, port] : neighbours[cur]) {
+        if (first_hop.count(next)) continue;
+        first_hop[next] = cur == s.name ? port : first_hop[cur];
+        todo.push_back(next);
+      }
+    }
+    for (const auto& [other, port] : first_hop) {
+      if (port < 0) continue;
+      const auto& oa = m_addr.sockets.at(other);
+      m_sockets[s.name]->add_interconnect_route(port, win(oa.memory), {win(oa.mmio)},
+                                                oa.buses.secondary, oa.buses.subordinate);
+    }
+  }
+}
+
+gpu::gpu* fabric_system::find_gpu(const std::string& n) {
+  auto it = m_gpus.find(n);
+  return it == m_gpus.end() ? nullptr : it->second.get();
+}
+dma_engine::dma_engine* fabric_system::find_engine(const std::string& n) {
+  auto it = m_engines.find(n);
+  return it == m_engines.end() ? nullptr : it->second.get();
+}
+root_complex::root_complex* fabric_system::find_socket(const std::string& n) {
+  auto it = m_sockets.find(n);
+  return it == m_sockets.end() ? nullptr : it->second.get();
+}
+
+}  // namespace p2psim::core

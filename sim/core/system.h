@@ -1,0 +1,71 @@
+// Elaboration: a checked topology and its enumeration become SystemC modules, wired by
+// links, with routing tables from the address map. One system per process (SystemC
+// elaborates once).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/dma_engine/dma_engine.h"
+#include "models/gpu/gpu.h"
+#include "models/link/pcie_link.h"
+#include "models/link/stream_log.h"
+#include "models/root_complex/root_complex.h"
+#include "models/switch/pcie_switch.h"
+#include "sim/topology/address_map.h"
+#include "sim/topology/topology.h"
+
+namespace p2psim::core {
+
+class fabric_system {
+ public:
+  fabric_system(const topo::topology& t, const topo::address_map& a);
+  ~fabric_system();
+
+  const topo::topology& topology() const { return m_topo; }
+  const topo::address_map& addresses() const { return m_addr; }
+  link::stream_log& streams() { return m_log; }
+
+  gpu::gpu* find_gpu(const std::string& name);
+  dma_engine::dma_engine* find_engine(const std::string& name);
+  root_complex::root_complex* find_socket(const std::string& name);
+
+  struct named_link {
+    std::string name;  // the node below it
+    link::pcie_link* link;
+  };
+  struct named_qpi {
+    std::string name;
+    link::qpi_link* link;
+  };
+  const std::vector<named_link>& links() const { return m_link_list; }
+  const std::vector<named_qpi>& interconnects() const { return m_qpi_list; }
+  const std::map<std::string, std::unique_ptr<pcie_switch::pcie_switch>>& switches() const {
+    return m_switches;
+  }
+
+ private:
+  void build_sockets();
+  void build_switches();
+  void build_devices();
+  void build_links();
+  void build_interconnects();
+  link::pcie_port& upstream_port_for(const topo::link_params& l, int index);
+  link::pcie_port& downstream_port_for(const std::string& node);
+
+  const topo::topology& m_topo;
+  const topo::address_map& m_addr;
+  link::stream_log m_log;
+  std::map<std::string, std::unique_ptr<root_complex::root_complex>> m_sockets;
+  std::map<std::string, std::unique_ptr<pcie_switch::pcie_switch>> m_switches;
+  std::map<std::string, std::unique_ptr<gpu::gpu>> m_gpus;
+  std::map<std::string, std::unique_ptr<dma_engine::dma_engine>> m_engines;
+  std::vector<std::unique_ptr<link::pcie_link>> m_links;
+  std::vector<std::unique_ptr<link::qpi_link>> m_qpis;
+  std::vector<named_link> m_link_list;
+  std::vector<named_qpi> m_qpi_list;
+};
+
+}  // namespace p2psim::core

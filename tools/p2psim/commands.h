@@ -1,0 +1,33 @@
+// The subcommands of the p2psim command line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace p2psim::cli {
+
+struct run_args {
+  std::string scenario;
+  std::string json;
+  std::vector<std::string> sets;
+  int only_topology = -1;     // internal: run one topology of the scenario in this process
+  std::string result_file;    // internal: where that run's JSON goes
+};
+
+struct topo_args {
+  std::string topology;
+  std::string dot;
+  std::vector<std::string> sets;
+};
+
+void add_run(CLI::App& app, run_args& a);
+void add_topo(CLI::App& app, topo_args& a);
+int run_command(const run_args& a, const char* argv0);
+int topo_command(const topo_args& a);
+
+// Where platform presets are looked for besides the topology file's own platforms/ folder.
+std::vector<std::string> platform_dirs();
+
+}  // namespace p2psim::cli

@@ -1,0 +1,38 @@
+// p2psim: the command line. Exit codes: 0 success, 1 a check failed (data lost or refused,
+// an expectation not met), 2 bad input (file:line:col and the key), 3 internal error.
+#include <systemc>
+
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "sim/config/error.h"
+#include "tools/p2psim/commands.h"
+
+int sc_main(int argc, char* argv[]) {
+  CLI::App app{"p2psim: a PCIe peer-to-peer (GPUDirect RDMA) fabric simulator"};
+  app.require_subcommand(1);
+  p2psim::cli::run_args run;
+  p2psim::cli::topo_args topo;
+  p2psim::cli::add_run(app, run);
+  p2psim::cli::add_topo(app, topo);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    if (app.got_subcommand("run")) return p2psim::cli::run_command(run, argv[0]);
+    if (app.got_subcommand("topo")) return p2psim::cli::topo_command(topo);
+  } catch (const p2psim::config::error& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "p2psim: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return 3;
+}

@@ -1,0 +1,155 @@
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/config/error.h"
+#include "sim/core/report.h"
+#include "sim/core/runner.h"
+#include "sim/core/scenario.h"
+#include "sim/topology/address_map.h"
+#include "sim/topology/topology_graph.h"
+#include "sim/topology/topology_loader.h"
+#include "tools/p2psim/commands.h"
+
+namespace p2psim::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void add_run(CLI::App& app, run_args& a) {
+  auto* c = app.add_subcommand("run", "Run a scenario and print its bandwidth / latency report");
+  c->add_option("scenario", a.scenario, "Scenario YAML file")->required();
+  c->add_option("--json", a.json, "Write the results as JSON to this file");
+  c->add_option("--set", a.sets, "Override a parameter: path=value (e.g. link.gpu0.gen=4)");
+  c->add_option("--only-topology", a.only_topology)->group("");  // internal
+  c->add_option("--result-file", a.result_file)->group("");      // internal
+}
+
+namespace {
+
+struct split_overrides {
+  std::vector<config::override_spec> topology, scenario;
+};
+
+split_overrides parse_sets(const std::vector<std::string>& sets) {
+  split_overrides o;
+  for (const auto& s : sets) {
+    auto spec = config::parse_override(s);
+    (topo::is_topology_override(spec) ? o.topology : o.scenario).push_back(spec);
+  }
+  return o;
+}
+
+core::run_result run_here(const core::scenario& sc, size_t index,
+                          const std::vector<config::override_spec>& topo_sets) {
+  topo::load_options opt;
+  opt.platform_dirs = platform_dirs();
+  opt.overrides = topo_sets;
+  topo::topology t = topo::load_topology(sc.topologies[index], opt);
+  topo::address_map m = topo::enumerate(t);
+  return core::run_topology(sc, t, m);
+}
+
+// Runs topology `index` in a child process (SystemC elaborates once per process). Returns
+// the child's exit code; its result is in `result_file`.
+int run_child(const char* argv0, const run_args& a, size_t index, const std::string& result_file) {
+  std::vector<std::string> args = {argv0, "run", a.scenario, "--only-topology",
+                                   std::to_string(index), "--result-file", result_file};
+  for (const auto& s : a.sets) args.insert(args.end(), {"--set", s});
+  std::vector<char*> argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    execv("/proc/self/exe", argv.data());
+    _exit(3);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  throw std::runtime_error(fmt::format("the run of {} crashed (signal {})", result_file,
+                                       WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+}
+
+json combined_json(const core::scenario& sc, const std::vector<core::run_result>& runs,
+                   double wall) {
+  json j;
+  j["scenario"] = sc.name;
+  j["scenario_file"] = sc.file;
+  j["bandwidth"] = json::array();
+  j["latency"] = json::array();
+  j["runs"] = json::array();
+  uint64_t ns = 0, tlps = 0;
+  for (const auto& r : runs) {
+    json rj = core::to_json(r);
+    for (auto& b : rj["bandwidth"]) j["bandwidth"].push_back(b);
+    for (auto& l : rj["latency"]) j["latency"].push_back(l);
+    j["runs"].push_back(rj);
+    ns += r.simulated_ns;
+    tlps += r.tlps;
+  }
+  j["sim"] = {{"simulated_ns", ns}, {"wall_seconds", wall}, {"tlps", tlps}};
+  return j;
+}
+
+}  // namespace
+
+int run_command(const run_args& a, const char* argv0) {
+  auto wall0 = std::chrono::steady_clock::now();
+  split_overrides sets = parse_sets(a.sets);
+  core::scenario sc = core::load_scenario(a.scenario, sets.scenario);
+
+  if (a.only_topology >= 0) {  // the child of a multi-topology run
+    if (size_t(a.only_topology) >= sc.topologies.size())
+      throw std::runtime_error("--only-topology out of range");
+    core::run_result r = run_here(sc, size_t(a.only_topology), sets.topology);
+    std::ofstream(a.result_file) << core::to_json(r).dump();
+    return 0;
+  }
+
+  std::vector<core::run_result> runs;
+  if (sc.topologies.size() == 1) {
+    runs.push_back(run_here(sc, 0, sets.topology));
+  } else {
+    fs::path tmp = fs::temp_directory_path() / fmt::format("p2psim-{}", getpid());
+    fs::create_directories(tmp);
+    for (size_t i = 0; i < sc.topologies.size(); ++i) {
+      std::string file = (tmp / fmt::format("run{}.json", i)).string();
+      int code = run_child(argv0, a, i, file);
+      if (code != 0) {
+        fs::remove_all(tmp);
+        return code;  // the child printed why
+      }
+      std::ifstream f(file);
+      runs.push_back(core::run_result_from_json(json::parse(f)));
+    }
+    fs::remove_all(tmp);
+  }
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+
+  std::cout << fmt::format("p2psim run {}: {}\n", sc.file, sc.name);
+  if (!sc.description.empty()) std::cout << sc.description << "\n";
+  std::cout << "\n";
+  for (const auto& r : runs) core::print_run(std::cout, r);
+  if (runs.size() > 1) core::print_comparison(std::cout, runs);
+
+  if (!a.json.empty()) {
+    std::ofstream f(a.json);
+    if (!f) throw config::error({a.json, 0, 0}, "--json", "cannot write this file");
+    f << combined_json(sc, runs, wall).dump(2) << "\n";
+  }
+  bool failed = false;
+  for (const auto& r : runs) failed |= !r.errors.empty();
+  return failed ? 1 : 0;
+}
+
+}  // namespace p2psim::cli
