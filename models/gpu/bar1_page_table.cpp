@@ -34,10 +34,9 @@ void bar1_page_table::map(uint64_t first, uint64_t count, uint64_t vram_offset) 
 
 void bar1_page_table::unmap(uint64_t first, uint64_t count) {
   if (first + count > m_pages.size()) throw std::out_of_range("BAR1 pages outside the aperture");
-  for (uint64_t i = 0; i < count; ++i) {
+  for (uint64_t i = 0; i < count; ++i)  // check the whole range before changing anything
     if (m_pages[first + i] == unmapped) throw std::logic_error("BAR1 page not mapped");
-    m_pages[first + i] = unmapped;
-  }
+  for (uint64_t i = 0; i < count; ++i) m_pages[first + i] = unmapped;
   m_mapped -= count;
 }
 

@@ -8,9 +8,8 @@ namespace p2psim::config {
 namespace {
 
 bool is_index(const std::string& s) {
-  return !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), [](char c) {
-    return c >= '0' && c <= '9';
-  });
+  return !s.empty() && s.size() < 10 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 [[noreturn]] void fail(const override_spec& spec, const std::string& message) {
@@ -121,8 +120,8 @@ void apply_override(document& doc, const override_spec& spec, const override_rul
       }
       if (last) {
         if (!cur[size_t(idx)].IsScalar())
-          fail(spec, fmt::format("'{}' selects a whole element of {}; name a key inside it", seg,
-                                 where));
+          fail(spec,
+               fmt::format("'{}' selects a whole element of {}; name a key inside it", seg, where));
         cur[size_t(idx)] = make_value(spec);
         doc.mark_origin(cur[size_t(idx)], spec.origin());
         return;

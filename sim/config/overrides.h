@@ -12,9 +12,9 @@
 namespace p2psim::config {
 
 struct override_spec {
-  std::string path;   // "link.gpu0.gen"
-  std::string value;  // "4"
-  std::string text;   // the original "link.gpu0.gen=4"
+  std::string path;                                       // "link.gpu0.gen"
+  std::string value;                                      // "4"
+  std::string text;                                       // the original "link.gpu0.gen=4"
   std::string origin() const { return "--set " + text; }  // the location errors print
 };
 

@@ -3,34 +3,26 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <sstream>
 
-#include "sim/config/units.h"
+#include "sim/config/reader_detail.h"
 
 namespace p2psim::config {
 
 namespace detail {
-struct doc_state {
-  std::string file;
-  YAML::Node tree;
-  // Nodes made by overrides, with the override's text; searched by identity (YAML::Node::is).
-  std::vector<std::pair<YAML::Node, std::string>> origins;
-};
-}  // namespace detail
-
-namespace {
 
 std::string describe(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: return fmt::format("'{}'", n.Scalar());
-    default: return "nothing";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return fmt::format("'{}'", n.Scalar());
+    default:
+      return "nothing";
   }
 }
 
@@ -43,6 +35,13 @@ std::string join(const std::vector<std::string>& items) {
 std::string join(std::initializer_list<const char*> items) {
   return join(std::vector<std::string>(items.begin(), items.end()));
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::describe;
+using detail::join;
 
 // Edit distance, for "did you mean" hints on misspelt keys.
 size_t distance(const std::string& a, const std::string& b) {
@@ -60,8 +59,6 @@ size_t distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-std::string number_text(double v) { return fmt::format("{:g}", v); }
-
 }  // namespace
 
 // ---- document ----------------------------------------------------------------------------
@@ -69,8 +66,7 @@ std::string number_text(double v) { return fmt::format("{:g}", v); }
 document document::load(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::exists(path, ec))
-    throw error({path, 0, 0}, "", "no such file");
+  if (!fs::exists(path, ec)) throw error({path, 0, 0}, "", "no such file");
   if (fs::is_directory(path, ec))
     throw error({path, 0, 0}, "", "is a directory, expected a YAML file");
   std::ifstream in(path, std::ios::binary);
@@ -105,8 +101,12 @@ node_reader document::root() const {
   return node_reader(m_state, t, {m_state->file, 1, 1});
 }
 
-YAML::Node& document::tree() { return m_state->tree; }
-const std::string& document::file() const { return m_state->file; }
+YAML::Node& document::tree() {
+  return m_state->tree;
+}
+const std::string& document::file() const {
+  return m_state->file;
+}
 
 void document::mark_origin(const YAML::Node& node, const std::string& origin) {
   m_state->origins.emplace_back(node, origin);
@@ -153,7 +153,9 @@ source_loc node_reader::loc_of(const YAML::Node& n, const source_loc& fallback) 
   return {m_doc->file, m.line + 1, m.column + 1};
 }
 
-source_loc node_reader::loc() const { return m_loc; }
+source_loc node_reader::loc() const {
+  return m_loc;
+}
 
 source_loc node_reader::key_loc(const std::string& key) const {
   const entry* e = lookup(key);
@@ -197,7 +199,9 @@ const node_reader::entry& node_reader::required(const std::string& key) const {
   return *e;
 }
 
-bool node_reader::has(const std::string& key) const { return find(key) != nullptr; }
+bool node_reader::has(const std::string& key) const {
+  return find(key) != nullptr;
+}
 
 std::vector<std::string> node_reader::keys() const {
   std::vector<std::string> out;
@@ -209,17 +213,18 @@ void node_reader::fail(const std::string& key, const std::string& message) const
   throw error(loc(key), key, message);
 }
 
-void node_reader::fail(const std::string& message) const { throw error(m_loc, "", message); }
+void node_reader::fail(const std::string& message) const {
+  throw error(m_loc, "", message);
+}
 
 void node_reader::done() const {
   const auto& s = *m_shared;
   for (size_t i = 0; i < s.entries.size(); ++i) {
     if (s.consumed[i]) continue;
     const std::string& key = s.entries[i].key;
-    std::string msg = s.known.empty()
-                          ? fmt::format("unknown key '{}' (this map takes no keys)", key)
-                          : fmt::format("unknown key '{}' (expected one of: {})", key,
-                                        join(s.known));
+    std::string msg =
+        s.known.empty() ? fmt::format("unknown key '{}' (this map takes no keys)", key)
+                        : fmt::format("unknown key '{}' (expected one of: {})", key, join(s.known));
     std::string best;
     size_t best_d = 3;  // only suggest close matches
     for (const auto& k : s.known) {
@@ -233,8 +238,7 @@ void node_reader::done() const {
 
 node_reader node_reader::make_child(const YAML::Node& map, const source_loc& where,
                                     const std::string& key) const {
-  if (!map.IsMap())
-    throw error(where, key, fmt::format("expected a map, got {}", describe(map)));
+  if (!map.IsMap()) throw error(where, key, fmt::format("expected a map, got {}", describe(map)));
   return node_reader(m_doc, map, where);
 }
 
@@ -287,128 +291,11 @@ std::vector<std::string> node_reader::string_list(const std::string& key) const 
   return out;
 }
 
-YAML::Node node_reader::raw(const std::string& key) const { return required(key).value; }
-const YAML::Node& node_reader::node() const { return m_node; }
-
-// ---- node_reader: scalars ----------------------------------------------------------------
-
-std::string node_reader::scalar(const entry& e, const char* expected) const {
-  if (!e.value.IsScalar()) fail(e.key, fmt::format("expected {}, got {}", expected, describe(e.value)));
-  return e.value.Scalar();
+YAML::Node node_reader::raw(const std::string& key) const {
+  return required(key).value;
 }
-
-std::string node_reader::str(const std::string& key) const {
-  return scalar(required(key), "a string");
-}
-
-std::string node_reader::str(const std::string& key, const std::string& def) const {
-  return has(key) ? str(key) : def;
-}
-
-int64_t node_reader::integer(const std::string& key, int64_t min, int64_t max) const {
-  const entry& e = required(key);
-  std::string expected =
-      max == std::numeric_limits<int64_t>::max()
-          ? fmt::format("an integer >= {}", min)
-          : fmt::format("an integer from {} to {}", min, max);
-  std::string text = scalar(e, expected.c_str());
-  std::string_view s = text;
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || v < min || v > max)
-    fail(key, fmt::format("expected {}, got '{}'", expected, text));
-  return v;
-}
-
-int64_t node_reader::integer(const std::string& key, int64_t min, int64_t max,
-                             int64_t def) const {
-  return has(key) ? integer(key, min, max) : def;
-}
-
-double node_reader::number(const std::string& key, double min, double max) const {
-  const entry& e = required(key);
-  std::string expected = std::isinf(max)
-                             ? fmt::format("a number >= {}", number_text(min))
-                             : fmt::format("a number from {} to {}", number_text(min),
-                                           number_text(max));
-  std::string text = scalar(e, expected.c_str());
-  std::string_view s = text;
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  double v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v) ||
-      v < min || v > max)
-    fail(key, fmt::format("expected {}, got '{}'", expected, text));
-  return v;
-}
-
-double node_reader::number(const std::string& key, double min, double max, double def) const {
-  return has(key) ? number(key, min, max) : def;
-}
-
-bool node_reader::boolean(const std::string& key) const {
-  std::string text = scalar(required(key), "true or false");
-  if (text == "true" || text == "True" || text == "TRUE") return true;
-  if (text == "false" || text == "False" || text == "FALSE") return false;
-  fail(key, fmt::format("expected true or false, got '{}'", text));
-}
-
-bool node_reader::boolean(const std::string& key, bool def) const {
-  return has(key) ? boolean(key) : def;
-}
-
-// The unit parsers' messages already quote the value and say what was expected.
-template <class T>
-T node_reader::with_units(const std::string& key, T (*parser)(std::string_view),
-                          const char* what) const {
-  std::string text = scalar(required(key), what);
-  try {
-    return parser(text);
-  } catch (const std::invalid_argument& e) {
-    fail(key, e.what());
-  }
-}
-
-uint64_t node_reader::size(const std::string& key) const {
-  return with_units(key, parse_size, "a size such as 256MiB or 4KiB");
-}
-double node_reader::time_ns(const std::string& key) const {
-  return with_units(key, parse_time_ns, "a time such as 110ns or 1.5us");
-}
-double node_reader::bandwidth_gbs(const std::string& key) const {
-  return with_units(key, parse_bandwidth_gbs, "a bandwidth such as 20.8GB/s");
-}
-uint64_t node_reader::address(const std::string& key) const {
-  return with_units(key, parse_address, "an address such as 0x4000_0000_0000");
-}
-
-uint64_t node_reader::size(const std::string& key, uint64_t def) const {
-  return has(key) ? size(key) : def;
-}
-double node_reader::time_ns(const std::string& key, double def) const {
-  return has(key) ? time_ns(key) : def;
-}
-double node_reader::bandwidth_gbs(const std::string& key, double def) const {
-  return has(key) ? bandwidth_gbs(key) : def;
-}
-std::optional<uint64_t> node_reader::optional_address(const std::string& key) const {
-  if (!has(key)) return std::nullopt;
-  return address(key);
-}
-
-std::string node_reader::choice(const std::string& key,
-                                std::initializer_list<const char*> allowed) const {
-  std::string expected = fmt::format("one of: {}", join(allowed));
-  std::string text = scalar(required(key), expected.c_str());
-  for (const char* a : allowed)
-    if (text == a) return text;
-  fail(key, fmt::format("expected {}, got '{}'", expected, text));
-}
-
-std::string node_reader::choice(const std::string& key, std::initializer_list<const char*> allowed,
-                                const std::string& def) const {
-  return has(key) ? choice(key, allowed) : def;
+const YAML::Node& node_reader::node() const {
+  return m_node;
 }
 
 }  // namespace p2psim::config

@@ -56,8 +56,8 @@ class document {
 // A YAML map being read. Copies share the record of consumed keys.
 class node_reader {
  public:
-  source_loc loc() const;                        // of the map itself
-  source_loc loc(const std::string& key) const;  // of the key's value (the map's, if absent)
+  source_loc loc() const;                            // of the map itself
+  source_loc loc(const std::string& key) const;      // of the key's value (the map's, if absent)
   source_loc key_loc(const std::string& key) const;  // of the key itself
 
   bool has(const std::string& key) const;
@@ -107,15 +107,15 @@ class node_reader {
     YAML::Node key_node, value;
   };
   struct shared {
-    std::vector<entry> entries;        // in file order
-    std::vector<std::string> known;    // keys asked for, in the order asked
-    std::vector<bool> consumed;        // per entry
+    std::vector<entry> entries;      // in file order
+    std::vector<std::string> known;  // keys asked for, in the order asked
+    std::vector<bool> consumed;      // per entry
   };
 
   node_reader(std::shared_ptr<const detail::doc_state> doc, YAML::Node map, source_loc where);
   const entry* lookup(const std::string& key) const;  // records nothing
   const entry* find(const std::string& key) const;    // records the key as known
-  const entry* take(const std::string& key) const;  // find + consume
+  const entry* take(const std::string& key) const;    // find + consume
   const entry& required(const std::string& key) const;
   std::string scalar(const entry& e, const char* expected) const;
   template <class T>

@@ -19,7 +19,9 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // A leading decimal number split from its unit: "1.5 GiB" -> {"1", "5", "", "GiB"}.
 struct number_parts {
@@ -53,7 +55,9 @@ bool split_number(std::string_view s, number_parts& out) {
   return true;
 }
 
-std::string quoted(std::string_view s) { return fmt::format("'{}'", s); }
+std::string quoted(std::string_view s) {
+  return fmt::format("'{}'", s);
+}
 
 // Shared front end of the floating-point parsers: sign, garbage, NaN and infinity checks.
 double parse_real(std::string_view text, std::string_view what, std::string_view example,
@@ -176,13 +180,27 @@ double parse_time_ns(std::string_view text) {
 
 double parse_bandwidth_gbs(std::string_view text) {
   static const std::pair<const char*, double> units[] = {
-      {"B/s", 1e-9},           {"kB/s", 1e-6},           {"MB/s", 1e-3},
-      {"GB/s", 1.0},           {"TB/s", 1e3},            {"KiB/s", 1024e-9},
-      {"MiB/s", 1048576e-9},   {"GiB/s", 1073741824e-9}, {"TiB/s", 1099511627776e-9},
-      {"b/s", 1e-9 / 8},       {"kb/s", 1e-6 / 8},       {"Kb/s", 1e-6 / 8},
-      {"Mb/s", 1e-3 / 8},      {"Gb/s", 1.0 / 8},        {"Tb/s", 1e3 / 8},
-      {"bps", 1e-9 / 8},       {"kbps", 1e-6 / 8},       {"Kbps", 1e-6 / 8},
-      {"Mbps", 1e-3 / 8},      {"Gbps", 1.0 / 8},        {"Tbps", 1e3 / 8},
+      {"B/s", 1e-9},
+      {"kB/s", 1e-6},
+      {"MB/s", 1e-3},
+      {"GB/s", 1.0},
+      {"TB/s", 1e3},
+      {"KiB/s", 1024e-9},
+      {"MiB/s", 1048576e-9},
+      {"GiB/s", 1073741824e-9},
+      {"TiB/s", 1099511627776e-9},
+      {"b/s", 1e-9 / 8},
+      {"kb/s", 1e-6 / 8},
+      {"Kb/s", 1e-6 / 8},
+      {"Mb/s", 1e-3 / 8},
+      {"Gb/s", 1.0 / 8},
+      {"Tb/s", 1e3 / 8},
+      {"bps", 1e-9 / 8},
+      {"kbps", 1e-6 / 8},
+      {"Kbps", 1e-6 / 8},
+      {"Mbps", 1e-3 / 8},
+      {"Gbps", 1.0 / 8},
+      {"Tbps", 1e3 / 8},
   };
   number_parts p;
   double v = parse_real(text, "a bandwidth", "20.8GB/s or 100Gb/s", p);
@@ -229,15 +247,14 @@ uint64_t parse_address(std::string_view text) {
       throw std::invalid_argument(expected);
     v = v * base + d;
     if (v > std::numeric_limits<uint64_t>::max())
-      throw std::invalid_argument(
-          fmt::format("address {} does not fit in 64 bits", quoted(text)));
+      throw std::invalid_argument(fmt::format("address {} does not fit in 64 bits", quoted(text)));
   }
   return uint64_t(v);
 }
 
 std::string format_size(uint64_t bytes) {
-  static const std::pair<int, const char*> units[] = {
-      {60, "EiB"}, {50, "PiB"}, {40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}};
+  static const std::pair<int, const char*> units[] = {{60, "EiB"}, {50, "PiB"}, {40, "TiB"},
+                                                      {30, "GiB"}, {20, "MiB"}, {10, "KiB"}};
   if (bytes != 0)
     for (const auto& [shift, name] : units)
       if (bytes % (uint64_t(1) << shift) == 0) return fmt::format("{}{}", bytes >> shift, name);

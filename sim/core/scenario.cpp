@@ -12,7 +12,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Unknown keys are reported before anything else, so a typo is named as such rather than
+// as the required key it was meant to be.
+void reject_unknown(const config::node_reader& r, std::initializer_list<const char*> known) {
+  for (const auto& k : r.keys()) {
+    bool ok = false;
+    for (const char* n : known) ok |= k == n;
+    if (!ok) {
+      std::string list;
+      for (const char* n : known) list += std::string(list.empty() ? "" : ", ") + n;
+      r.fail(k, "unknown key '" + k + "' (expected one of: " + list + ")");
+    }
+  }
+}
+
 transfer_spec read_transfer(const config::node_reader& r, size_t index) {
+  reject_unknown(r, {"name", "initiator", "target", "op", "size", "count", "concurrency",
+                    "relaxed_ordering", "id_based_ordering", "no_snoop", "traffic_class"});
   transfer_spec t;
   t.loc = r.loc();
   t.name = r.str("name", "transfer" + std::to_string(index));
@@ -39,23 +55,27 @@ scenario load_scenario(const std::string& path, const std::vector<config::overri
   config::document doc = config::document::load(path);
   for (const auto& o : overrides) apply_override(doc, o, config::override_rules{});
   config::node_reader r = doc.root();
+  reject_unknown(r, {"name", "description", "topology", "topologies", "transfers", "measure",
+                     "verify", "seed"});
   scenario s;
   s.file = path;
   s.name = r.str("name", fs::path(path).stem().string());
   s.description = r.str("description", "");
   const fs::path dir = fs::path(path).parent_path();
-  auto resolve = [&](const std::string& p) {
+  auto resolve = [&](const std::string& p, const char* key) {
     fs::path q(p);
-    return (q.is_absolute() ? q : dir / q).lexically_normal().string();
+    std::string full = (q.is_absolute() ? q : dir / q).lexically_normal().string();
+    if (!fs::is_regular_file(full)) r.fail(key, "no topology file " + full);
+    return full;
   };
   if (r.has("topology") && r.has("topologies"))
     r.fail("topologies", "give either `topology` or `topologies`, not both");
   if (r.has("topology")) {
-    s.topologies.push_back(resolve(r.str("topology")));
+    s.topologies.push_back(resolve(r.str("topology"), "topology"));
     s.topology_locs.push_back(r.loc("topology"));
   } else {
     for (const auto& t : r.string_list("topologies")) {
-      s.topologies.push_back(resolve(t));
+      s.topologies.push_back(resolve(t, "topologies"));
       s.topology_locs.push_back(r.loc("topologies"));
     }
     if (s.topologies.empty()) r.fail("topologies", "name at least one topology file");
@@ -69,6 +89,7 @@ scenario load_scenario(const std::string& path, const std::vector<config::overri
   }
   if (s.transfers.empty()) r.fail("transfers", "list at least one transfer");
   if (auto m = r.optional_child("measure")) {
+    reject_unknown(*m, {"bandwidth", "latency"});
     s.measure_bandwidth = m->boolean("bandwidth", true);
     if (m->has("latency")) {
       if (m->raw("latency").IsScalar()) {

@@ -27,7 +27,9 @@ addr_range cover(const addr_range& a, const addr_range& b) {
   return {lo, hi - lo};
 }
 
-uint64_t align_up(uint64_t v, uint64_t align) { return (v + align - 1) & ~(align - 1); }
+uint64_t align_up(uint64_t v, uint64_t align) {
+  return (v + align - 1) & ~(align - 1);
+}
 
 // A range placed before allocation starts: host memory or an explicit BAR address.
 struct fixed_range {
@@ -87,7 +89,9 @@ class enumerator {
       device_addresses scratch;
       for (const auto& bar : bars_of(d, scratch)) {
         if (!bar.address) continue;
-        fixed_range f{{*bar.address, bar.size}, fmt::format("{} of {}", bar.name, d.name), &d,
+        fixed_range f{{*bar.address, bar.size},
+                      fmt::format("{} of {}", bar.name, d.name),
+                      &d,
                       std::string(bar.key) + "_address"};
         for (const auto& other : m_fixed)
           if (other.range.overlaps(f.range))
@@ -168,12 +172,12 @@ class enumerator {
     while (true) {
       // align_up wraps to a small value when it overflows: caught by addr < m_cursor.
       if (addr < m_cursor || addr > m_aperture.end() || bar.size > m_aperture.end() - addr)
-        throw error(d.loc, "",
-                    fmt::format("the MMIO aperture of socket {} ({} from {}) is full: no room "
-                                "for {} of {} ({})",
-                                m_socket, format_size(m_aperture.size),
-                                format_address(m_aperture.base), bar.name, d.name,
-                                format_size(bar.size)));
+        throw error(
+            d.loc, "",
+            fmt::format("the MMIO aperture of socket {} ({} from {}) is full: no room "
+                        "for {} of {} ({})",
+                        m_socket, format_size(m_aperture.size), format_address(m_aperture.base),
+                        bar.name, d.name, format_size(bar.size)));
       const fixed_range* hit = nullptr;
       for (const auto& f : m_fixed)
         if (f.range.overlaps({addr, bar.size})) hit = &f;
@@ -224,11 +228,10 @@ class enumerator {
         if (!a.mmio.overlaps(b.mmio)) continue;
         auto [dev, key] = explicit_below(m_t.sockets[i].name);
         if (!dev) std::tie(dev, key) = explicit_below(m_t.sockets[j].name);
-        std::string msg =
-            fmt::format("explicit BAR addresses make the MMIO ranges of sockets {} {} and {} {} "
-                        "overlap",
-                        m_t.sockets[j].name, range_text(a.mmio), m_t.sockets[i].name,
-                        range_text(b.mmio));
+        std::string msg = fmt::format(
+            "explicit BAR addresses make the MMIO ranges of sockets {} {} and {} {} "
+            "overlap",
+            m_t.sockets[j].name, range_text(a.mmio), m_t.sockets[i].name, range_text(b.mmio));
         if (!dev) throw error(m_t.loc, "", msg);
         throw error(loc_of(*dev, key), key, msg);
       }
@@ -246,6 +249,8 @@ class enumerator {
 
 }  // namespace
 
-address_map enumerate(const topology& t) { return enumerator(t).run(); }
+address_map enumerate(const topology& t) {
+  return enumerator(t).run();
+}
 
 }  // namespace p2psim::topo

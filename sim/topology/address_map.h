@@ -12,7 +12,7 @@
 namespace p2psim::topo {
 
 struct addr_range {
-  uint64_t base = 0, size = 0;  // size 0: absent / empty
+  uint64_t base = 0, size = 0;                  // size 0: absent / empty
   uint64_t end() const { return base + size; }  // one past the last byte
   bool contains(uint64_t a) const { return size != 0 && a >= base && a < base + size; }
   bool overlaps(const addr_range& o) const {
@@ -29,7 +29,9 @@ struct bus_range {
 inline uint16_t make_bdf(uint8_t bus, uint8_t dev, uint8_t fn) {
   return uint16_t(bus << 8 | (dev & 31) << 3 | (fn & 7));
 }
-inline uint8_t bus_of(uint16_t bdf) { return uint8_t(bdf >> 8); }
+inline uint8_t bus_of(uint16_t bdf) {
+  return uint8_t(bdf >> 8);
+}
 
 struct device_addresses {
   uint16_t bdf = 0;
@@ -43,10 +45,10 @@ struct port_window {
 };
 
 struct socket_addresses {
-  addr_range memory;     // host DRAM
-  addr_range mmio;       // the aperture all of this socket's BARs are allocated from
-  uint16_t rc_bdf = 0;   // the root complex's own requester ID (bus of host bridge 0, dev 0)
-  bus_range buses;       // every bus number below this socket
+  addr_range memory;    // host DRAM
+  addr_range mmio;      // the aperture all of this socket's BARs are allocated from
+  uint16_t rc_bdf = 0;  // the root complex's own requester ID (bus of host bridge 0, dev 0)
+  bus_range buses;      // every bus number below this socket
   std::vector<uint8_t> root_buses;  // per host bridge; root ports are devices 1.. on it
 };
 
@@ -60,7 +62,7 @@ struct address_map {
 
 // Bases of the simulated physical address space: host memory of all sockets back to back from
 // 0, then one MMIO aperture per socket.
-inline constexpr uint64_t mmio_base = 0x4000'0000'0000ull;  // 64 TiB
+inline constexpr uint64_t mmio_base = 0x4000'0000'0000ull;   // 64 TiB
 inline constexpr uint64_t mmio_aperture_bytes = 4ull << 40;  // 4 TiB per socket
 
 // DFS PCI enumeration of a checked topology (see docs/formats-topology.md): bus numbers, BARs

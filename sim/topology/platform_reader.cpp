@@ -12,7 +12,9 @@ namespace p2psim::topo {
 namespace detail {
 namespace {
 
-bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
+bool is_pow2(uint64_t v) {
+  return v && !(v & (v - 1));
+}
 
 // A TLP or completion size: a power of two from 64 to 4096 bytes (0 allowed when `zero_ok`).
 uint32_t tlp_size(const config::node_reader& r, const std::string& key, uint32_t def,

@@ -44,6 +44,8 @@ int topology::socket_index(const std::string& n) const {
   return -1;
 }
 
-const char* to_string(device_type t) { return t == device_type::gpu ? "gpu" : "dma_engine"; }
+const char* to_string(device_type t) {
+  return t == device_type::gpu ? "gpu" : "dma_engine";
+}
 
 }  // namespace p2psim::topo

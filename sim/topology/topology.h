@@ -26,11 +26,11 @@ struct credit_params {
 };
 
 struct link_params {
-  std::string up;    // upstream node: a socket or a switch
-  std::string down;  // downstream node: a switch or an endpoint; also the link's name
-  int host_bridge = 0;  // with a socket as `up`: which of its host bridges the root port is on
-  int gen = 3;          // 1..5
-  int width = 16;       // 1, 2, 4, 8, 12, 16, 32
+  std::string up;           // upstream node: a socket or a switch
+  std::string down;         // downstream node: a switch or an endpoint; also the link's name
+  int host_bridge = 0;      // with a socket as `up`: which of its host bridges the root port is on
+  int gen = 3;              // 1..5
+  int width = 16;           // 1, 2, 4, 8, 12, 16, 32
   double latency_ns = 5.0;  // propagation, one way (wire + PHY pipeline)
   bool ecrc = false;
   // DLLP rates in bytes between ACK / UpdateFC DLLPs; 0 = the spec's recommended table value
@@ -44,9 +44,9 @@ struct link_params {
 // Root complex, memory and socket-interconnect behaviour of one CPU family.
 // Loaded from topologies/platforms/<name>.yaml, overridable per socket.
 struct p2p_forwarding {
-  bool routed = true;          // false: the request is answered with Unsupported Request
-  double bandwidth_gbs = 0;    // forwarding throughput cap, GB/s (1e9); 0 = no cap
-  uint32_t outstanding = 0;    // reads: requests forwarded at once; 0 = no limit
+  bool routed = true;        // false: the request is answered with Unsupported Request
+  double bandwidth_gbs = 0;  // forwarding throughput cap, GB/s (1e9); 0 = no cap
+  uint32_t outstanding = 0;  // reads: requests forwarded at once; 0 = no limit
 };
 
 struct platform_params {
@@ -57,13 +57,13 @@ struct platform_params {
   double rc_latency_ns = 100;  // root port ingress to memory controller or to another port
   // Peer-to-peer between root ports of one socket (or host bridges of one socket).
   p2p_forwarding p2p_write, p2p_read;
-  uint32_t p2p_tlp_bytes = 0;     // size the root complex re-emits P2P writes and read
-                                  // requests in (e.g. 64); 0 = unchanged
-  double p2p_latency_ns = 0;      // extra latency on P2P forwarding
+  uint32_t p2p_tlp_bytes = 0;  // size the root complex re-emits P2P writes and read
+                               // requests in (e.g. 64); 0 = unchanged
+  double p2p_latency_ns = 0;   // extra latency on P2P forwarding
   // Host memory behind the root complex.
   double mem_latency_ns = 90;
   double mem_bandwidth_gbs = 50;
-  uint32_t mem_cpl_bytes = 64;    // completion size for reads of host memory (RCB split)
+  uint32_t mem_cpl_bytes = 64;  // completion size for reads of host memory (RCB split)
   // Socket interconnect (QPI/UPI/xGMI), per direction.
   double qpi_bandwidth_gbs = 20;
   double qpi_latency_ns = 100;
@@ -75,7 +75,7 @@ struct platform_params {
 struct socket_params {
   std::string name;
   std::string platform_name;
-  platform_params platform;     // the preset with this socket's overrides applied
+  platform_params platform;  // the preset with this socket's overrides applied
   uint64_t memory_bytes = 16ull << 30;
   int host_bridges = 1;
   config::source_loc loc;
@@ -84,7 +84,7 @@ struct socket_params {
 
 struct interconnect_params {
   std::string name;
-  std::string a, b;             // the two sockets
+  std::string a, b;                                 // the two sockets
   std::optional<double> bandwidth_gbs, latency_ns;  // unset: the sockets' platform values
   config::source_loc loc;
   key_locations key_locs;
@@ -92,10 +92,10 @@ struct interconnect_params {
 
 struct switch_params {
   std::string name;
-  double latency_ns = 110;      // ingress to egress, header in to header out
-  bool cut_through = true;      // false: store-and-forward (waits for the TLP's tail)
-  bool acs_redirect = false;    // ACS P2P Request Redirect: peer requests go up to the RC
-  int ports = 0;                // downstream ports; 0 = as many as links below it
+  double latency_ns = 110;    // ingress to egress, header in to header out
+  bool cut_through = true;    // false: store-and-forward (waits for the TLP's tail)
+  bool acs_redirect = false;  // ACS P2P Request Redirect: peer requests go up to the RC
+  int ports = 0;              // downstream ports; 0 = as many as links below it
   config::source_loc loc;
   key_locations key_locs;
 };
@@ -107,7 +107,7 @@ struct device_params {
   device_type type = device_type::gpu;
   // PCIe device control; 0 = the topology-wide `pcie` value.
   uint32_t mps = 0, mrrs = 0, rcb = 0;
-  uint32_t tags = 0;            // outstanding non-posted requests (32 / 256 / 768)
+  uint32_t tags = 0;                  // outstanding non-posted requests (32 / 256 / 768)
   uint64_t bar0_bytes = 16ull << 20;  // registers
   std::optional<uint64_t> bar0_address;
   // GPU.
@@ -115,7 +115,7 @@ struct device_params {
   uint64_t bar1_reserved_bytes = 32ull << 20;  // driver-internal (guide 5.5: 32 MB on Kepler)
   std::optional<uint64_t> bar1_address;
   uint64_t vram_bytes = 16ull << 30;
-  double vram_latency_ns = 300;    // BAR1 read: request in to first completion out
+  double vram_latency_ns = 300;  // BAR1 read: request in to first completion out
   double vram_bandwidth_gbs = 900;
   // DMA engine: on-board memory exposed in BAR2 (0 = none), descriptor processing.
   uint64_t bar2_bytes = 0;
@@ -136,9 +136,9 @@ struct pcie_defaults {
 struct topology {
   std::string name;
   std::string description;
-  std::string file;             // path it was loaded from
-  config::source_loc loc;       // the file's top level
-  key_locations key_locs;       // of the top-level keys
+  std::string file;        // path it was loaded from
+  config::source_loc loc;  // the file's top level
+  key_locations key_locs;  // of the top-level keys
   pcie_defaults pcie;
   std::vector<socket_params> sockets;
   std::vector<interconnect_params> interconnects;

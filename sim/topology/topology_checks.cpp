@@ -17,7 +17,9 @@ namespace {
 using config::error;
 using config::format_size;
 
-bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
+bool is_pow2(uint64_t v) {
+  return v && !(v & (v - 1));
+}
 
 template <class T>
 [[noreturn]] void fail_at(const T& element, const std::string& key, const std::string& msg) {
@@ -29,8 +31,8 @@ template <class T>
 void check_pcie_settings(const T& x, bool zero_ok) {
   for (auto [key, v] : {std::pair{"mps", x.mps}, std::pair{"mrrs", x.mrrs}})
     if (!(zero_ok && v == 0) && !(is_pow2(v) && v >= 128 && v <= 4096))
-      fail_at(x, key, fmt::format("expected a power of two from 128B to 4KiB, got {}",
-                                  format_size(v)));
+      fail_at(x, key,
+              fmt::format("expected a power of two from 128B to 4KiB, got {}", format_size(v)));
   if (!(zero_ok && x.rcb == 0) && x.rcb != 64 && x.rcb != 128)
     fail_at(x, "rcb", fmt::format("expected 64B or 128B, got {}", format_size(x.rcb)));
   if (!(zero_ok && x.tags == 0) && (x.tags < 1 || x.tags > 1024))
@@ -44,8 +46,9 @@ void check_bar(const device_params& d, const std::string& key, uint64_t size,
     return;
   }
   if (!is_pow2(size) || size < 4096)
-    fail_at(d, key, fmt::format("a BAR size must be a power of two of at least 4KiB, got {}",
-                                format_size(size)));
+    fail_at(d, key,
+            fmt::format("a BAR size must be a power of two of at least 4KiB, got {}",
+                        format_size(size)));
   if (!address) return;
   if (*address % size != 0)
     fail_at(d, key + "_address",
@@ -91,8 +94,9 @@ std::map<std::string, node_ref> collect_names(const topology& t) {
   auto add = [&](const auto& x, node_kind k) {
     auto [it, fresh] = nodes.emplace(x.name, node_ref{k, x.loc});
     if (!fresh)
-      fail_at(x, "name", fmt::format("duplicate name '{}' (already a {} at {})", x.name,
-                                     kind_name(it->second.kind), where(it->second.loc, x.loc)));
+      fail_at(x, "name",
+              fmt::format("duplicate name '{}' (already a {} at {})", x.name,
+                          kind_name(it->second.kind), where(it->second.loc, x.loc)));
   };
   for (const auto& s : t.sockets) add(s, node_kind::socket);
   for (const auto& s : t.switches) add(s, node_kind::pcie_switch);
@@ -107,16 +111,17 @@ void check_link(const topology& t, const link_params& l,
   if (down == nodes.end())
     fail_at(l, "down", fmt::format("no switch or device named '{}'", l.down));
   if (up->second.kind == node_kind::device)
-    fail_at(l, "up", fmt::format("'{}' is a device; a link's up end is a socket or a switch", l.up));
+    fail_at(l, "up",
+            fmt::format("'{}' is a device; a link's up end is a socket or a switch", l.up));
   if (down->second.kind == node_kind::socket)
     fail_at(l, "down",
             fmt::format("'{}' is a socket; a link's down end is a switch or a device", l.down));
   if (const socket_params* s = t.find_socket(l.up)) {
     if (l.host_bridge >= s->host_bridges)
-      fail_at(l, "host_bridge",
-              fmt::format("socket {} has {} host bridge{} (0..{}), got {}", s->name,
-                          s->host_bridges, s->host_bridges == 1 ? "" : "s", s->host_bridges - 1,
-                          l.host_bridge));
+      fail_at(
+          l, "host_bridge",
+          fmt::format("socket {} has {} host bridge{} (0..{}), got {}", s->name, s->host_bridges,
+                      s->host_bridges == 1 ? "" : "s", s->host_bridges - 1, l.host_bridge));
     if (l.gen > s->platform.max_gen)
       fail_at(l, "gen",
               fmt::format("root port of {} (platform {}) supports up to Gen{}, got Gen{}", s->name,
@@ -129,9 +134,9 @@ void check_link(const topology& t, const link_params& l,
 
 // Links as a directed graph up -> down; a back edge of a depth-first search closes a cycle.
 void check_cycles(const topology& t) {
-  using digraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS,
-                                        boost::no_property, boost::property<boost::edge_index_t,
-                                                                            size_t>>;
+  using digraph =
+      boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                            boost::property<boost::edge_index_t, size_t>>;
   std::map<std::string, size_t> index;
   std::vector<std::string> names;
   for (const auto& l : t.links)
@@ -201,8 +206,8 @@ void check_topology(const topology& t) {
       auto it = nodes.find(*end);
       if (it == nodes.end()) fail_at(ic, "between", fmt::format("no socket named '{}'", *end));
       if (it->second.kind != node_kind::socket)
-        fail_at(ic, "between", fmt::format("'{}' is a {}, not a socket", *end,
-                                           kind_name(it->second.kind)));
+        fail_at(ic, "between",
+                fmt::format("'{}' is a {}, not a socket", *end, kind_name(it->second.kind)));
     }
     if (ic.a == ic.b)
       fail_at(ic, "between", fmt::format("interconnect {} connects {} to itself", ic.name, ic.a));
@@ -213,31 +218,36 @@ void check_topology(const topology& t) {
     check_link(t, l, nodes);
     auto [it, fresh] = upstream.emplace(l.down, &l);
     if (!fresh)
-      fail_at(l, "down", fmt::format("{} already has an upstream link (from {} at {}); a node has "
-                                     "exactly one",
-                                     l.down, it->second->up, where(it->second->loc, l.loc)));
+      fail_at(l, "down",
+              fmt::format("{} already has an upstream link (from {} at {}); a node has "
+                          "exactly one",
+                          l.down, it->second->up, where(it->second->loc, l.loc)));
   }
   for (const auto& s : t.switches)
     if (!upstream.count(s.name))
-      throw error(s.loc, "", fmt::format("switch {} has no upstream link, so it is unreachable "
-                                         "(add a link with down: {})",
-                                         s.name, s.name));
+      throw error(s.loc, "",
+                  fmt::format("switch {} has no upstream link, so it is unreachable "
+                              "(add a link with down: {})",
+                              s.name, s.name));
   for (const auto& d : t.devices)
     if (!upstream.count(d.name))
-      throw error(d.loc, "", fmt::format("device {} has no upstream link, so it is unreachable "
-                                         "(add a link with down: {})",
-                                         d.name, d.name));
+      throw error(d.loc, "",
+                  fmt::format("device {} has no upstream link, so it is unreachable "
+                              "(add a link with down: {})",
+                              d.name, d.name));
   check_cycles(t);
 
   for (const auto& s : t.switches) {
     size_t below = t.links_below(s.name).size();
     if (s.ports > 0 && below > size_t(s.ports))
-      fail_at(s, "ports", fmt::format("switch {} has {} downstream links but {} ports", s.name,
-                                      below, s.ports));
+      fail_at(
+          s, "ports",
+          fmt::format("switch {} has {} downstream links but {} ports", s.name, below, s.ports));
     if (below > 32)
-      throw error(s.loc, "", fmt::format("switch {} has {} downstream links; at most 32 fit on "
-                                         "its internal bus",
-                                         s.name, below));
+      throw error(s.loc, "",
+                  fmt::format("switch {} has {} downstream links; at most 32 fit on "
+                              "its internal bus",
+                              s.name, below));
   }
   for (const auto& s : t.sockets)
     for (int h = 0; h < s.host_bridges; ++h) {

@@ -9,12 +9,18 @@ namespace p2psim::topo {
 
 std::string to_string(path_type p) {
   switch (p) {
-    case path_type::X: return "X";
-    case path_type::PIX: return "PIX";
-    case path_type::PXB: return "PXB";
-    case path_type::PHB: return "PHB";
-    case path_type::NODE: return "NODE";
-    case path_type::SYS: return "SYS";
+    case path_type::X:
+      return "X";
+    case path_type::PIX:
+      return "PIX";
+    case path_type::PXB:
+      return "PXB";
+    case path_type::PHB:
+      return "PHB";
+    case path_type::NODE:
+      return "NODE";
+    case path_type::SYS:
+      return "SYS";
   }
   return "?";
 }
@@ -22,20 +28,28 @@ std::string to_string(path_type p) {
 int topology_class(path_type p) {
   switch (p) {
     case path_type::PIX:
-    case path_type::PXB: return 1;
+    case path_type::PXB:
+      return 1;
     case path_type::PHB:
-    case path_type::NODE: return 2;
-    case path_type::SYS: return 3;
-    default: return 0;
+    case path_type::NODE:
+      return 2;
+    case path_type::SYS:
+      return 3;
+    default:
+      return 0;
   }
 }
 
 std::string topology_class_name(int cls) {
   switch (cls) {
-    case 1: return "PCIe switches only";
-    case 2: return "single CPU/IOH";
-    case 3: return "CPU/IOH <-> QPI/HT <-> CPU/IOH";
-    default: return "";
+    case 1:
+      return "PCIe switches only";
+    case 2:
+      return "single CPU/IOH";
+    case 3:
+      return "CPU/IOH <-> QPI/HT <-> CPU/IOH";
+    default:
+      return "";
   }
 }
 
@@ -78,10 +92,9 @@ std::vector<size_t> fabric_graph::path(const std::string& a, const std::string& 
   const size_t src = vertex(a), dst = vertex(b);
   std::vector<size_t> pred(boost::num_vertices(m_graph));
   for (size_t i = 0; i < pred.size(); ++i) pred[i] = i;
-  boost::breadth_first_search(
-      m_graph, src,
-      boost::visitor(boost::make_bfs_visitor(
-          boost::record_predecessors(pred.data(), boost::on_tree_edge()))));
+  boost::breadth_first_search(m_graph, src,
+                              boost::visitor(boost::make_bfs_visitor(
+                                  boost::record_predecessors(pred.data(), boost::on_tree_edge()))));
   std::vector<size_t> out{dst};
   while (out.back() != src) {
     size_t p = pred[out.back()];
@@ -126,8 +139,7 @@ path_type classify(const topology& t, const std::string& a, const std::string& b
   return fabric_graph(t).classify(a, b);
 }
 
-std::vector<std::string> path_nodes(const topology& t, const std::string& a,
-                                    const std::string& b) {
+std::vector<std::string> path_nodes(const topology& t, const std::string& a, const std::string& b) {
   return fabric_graph(t).path_nodes(a, b);
 }
 

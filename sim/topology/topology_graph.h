@@ -55,8 +55,8 @@ class fabric_graph {
   struct edge_info {
     bool interconnect = false;
   };
-  using graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, vertex_info,
-                                      edge_info>;
+  using graph =
+      boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, vertex_info, edge_info>;
   const graph& g() const { return m_graph; }
 
  private:
@@ -69,7 +69,6 @@ class fabric_graph {
 
 // One-off forms of fabric_graph's queries.
 path_type classify(const topology& t, const std::string& a, const std::string& b);
-std::vector<std::string> path_nodes(const topology& t, const std::string& a,
-                                    const std::string& b);
+std::vector<std::string> path_nodes(const topology& t, const std::string& a, const std::string& b);
 
 }  // namespace p2psim::topo

@@ -122,7 +122,7 @@ device_params read_device(const node_reader& r) {
   d.loc = r.loc();
   d.name = read_name(r);
   d.type = r.choice("type", {"gpu", "dma_engine"}, "gpu") == "gpu" ? device_type::gpu
-                                                                    : device_type::dma_engine;
+                                                                   : device_type::dma_engine;
   // PCIe settings: 0 = the topology's `pcie` value; check_topology validates them.
   d.mps = pcie_size(r, "mps", 0);
   d.mrrs = pcie_size(r, "mrrs", 0);
@@ -171,8 +171,8 @@ link_params read_link(const node_reader& r) {
   l.down = r.str("down");
   l.host_bridge = int(r.integer("host_bridge", 0, 15, l.host_bridge));
   l.gen = int(r.integer("gen", 1, 5, l.gen));
-  l.width = std::stoi(r.choice("width", {"1", "2", "4", "8", "12", "16", "32"},
-                               std::to_string(l.width)));
+  l.width =
+      std::stoi(r.choice("width", {"1", "2", "4", "8", "12", "16", "32"}, std::to_string(l.width)));
   l.latency_ns = r.time_ns("latency", l.latency_ns);
   l.ecrc = r.boolean("ecrc", l.ecrc);
   l.ack_limit = uint32_t(r.integer("ack_limit", 0, 1 << 20, l.ack_limit));
@@ -204,17 +204,16 @@ bool is_topology_override(const config::override_spec& spec) {
 }
 
 const config::override_rules& topology_override_rules() {
-  static const config::override_rules rules{
-      {{"link", "links"},
-       {"switch", "switches"},
-       {"device", "devices"},
-       {"socket", "sockets"},
-       {"interconnect", "interconnects"}},
-      {{"links", "down"},
-       {"switches", "name"},
-       {"devices", "name"},
-       {"sockets", "name"},
-       {"interconnects", "name"}}};
+  static const config::override_rules rules{{{"link", "links"},
+                                             {"switch", "switches"},
+                                             {"device", "devices"},
+                                             {"socket", "sockets"},
+                                             {"interconnect", "interconnects"}},
+                                            {{"links", "down"},
+                                             {"switches", "name"},
+                                             {"devices", "name"},
+                                             {"sockets", "name"},
+                                             {"interconnects", "name"}}};
   return rules;
 }
 

@@ -29,7 +29,9 @@ const char* k_text =
     "  - {name: gpu0, bar1: 256MiB}\n"
     "  - {name: nic0}\n";
 
-override_rules rules() { return {{{"link", "links"}, {"device", "devices"}}, {{"links", "down"}}}; }
+override_rules rules() {
+  return {{{"link", "links"}, {"device", "devices"}}, {{"links", "down"}}};
+}
 
 }  // namespace
 
@@ -46,7 +48,7 @@ TEST_CASE("overrides: parse_override splits at the first '='", "[config][overrid
   CHECK_THAT(error_of([] { parse_override("a..b=4"); }).what(), Contains("empty segment"));
 }
 
-TEST_CASE("overrides: set an existing value, select list elements by key field",
+TEST_CASE("overrides: set existing values and select list elements by key field",
           "[config][overrides]") {
   document d = document::parse(k_text, "t.yaml");
   apply_override(d, parse_override("link.gpu0.gen=4"), rules());
@@ -75,23 +77,22 @@ TEST_CASE("overrides: missing intermediate maps are created", "[config][override
 
 TEST_CASE("overrides: a path selecting nothing names the --set text", "[config][overrides]") {
   document d = document::parse(k_text, "t.yaml");
-  CHECK_THAT(error_of([&] { apply_override(d, parse_override("link.gpu9.gen=4"), rules()); })
-                 .what(),
-             Equals("--set link.gpu9.gen=4: error: no element of 'links' has down 'gpu9' "
-                    "(have: sw0, gpu0)"));
   CHECK_THAT(
-      error_of([&] { apply_override(d, parse_override("device.gpu0.bar1.x=1"), rules()); })
-          .what(),
+      error_of([&] { apply_override(d, parse_override("link.gpu9.gen=4"), rules()); }).what(),
+      Equals("--set link.gpu9.gen=4: error: no element of 'links' has down 'gpu9' "
+             "(have: sw0, gpu0)"));
+  CHECK_THAT(
+      error_of([&] { apply_override(d, parse_override("device.gpu0.bar1.x=1"), rules()); }).what(),
       Contains("--set device.gpu0.bar1.x=1: error: 'bar1' holds a value, not a map"));
   CHECK_THAT(error_of([&] { apply_override(d, parse_override("device.gpu0=1"), rules()); }).what(),
              Contains("selects a whole element"));
   document empty = document::parse("name: x\n", "t.yaml");
-  CHECK_THAT(error_of([&] { apply_override(empty, parse_override("link.gpu0.gen=4"), rules()); })
-                 .what(),
-             Contains("no 'links' list, so nothing is named 'gpu0'"));
-  CHECK_THAT(error_of([&] { apply_override(d, parse_override("pcie.mps={a: [}"), rules()); })
-                 .what(),
-             Contains("not a valid YAML flow list or map"));
+  CHECK_THAT(
+      error_of([&] { apply_override(empty, parse_override("link.gpu0.gen=4"), rules()); }).what(),
+      Contains("no 'links' list, so nothing is named 'gpu0'"));
+  CHECK_THAT(
+      error_of([&] { apply_override(d, parse_override("pcie.mps={a: [}"), rules()); }).what(),
+      Contains("not a valid YAML flow list or map"));
 }
 
 TEST_CASE("overrides: errors about overridden values point at the --set", "[config][overrides]") {

@@ -23,15 +23,17 @@ error error_of(F&& f) {
   throw std::logic_error("unreachable");
 }
 
-document doc(const std::string& text) { return document::parse(text, "t.yaml"); }
+document doc(const std::string& text) {
+  return document::parse(text, "t.yaml");
+}
 
 }  // namespace
 
 TEST_CASE("reader: typed getters read values and defaults", "[config][reader]") {
-  document d = doc(
-      "name: gpu0\ngen: 4\nratio: 0.5\necrc: true\nbar1: 256MiB\nlatency: 110ns\n"
-      "bw: 20.8GB/s\naddr: 0x1000\nmode: cut_through\nnames: [a, b]\n"
-      "sub: {x: 1}\nitems:\n  - {n: 1}\n  - {n: 2}\n");
+  document d =
+      doc("name: gpu0\ngen: 4\nratio: 0.5\necrc: true\nbar1: 256MiB\nlatency: 110ns\n"
+          "bw: 20.8GB/s\naddr: 0x1000\nmode: cut_through\nnames: [a, b]\n"
+          "sub: {x: 1}\nitems:\n  - {n: 1}\n  - {n: 2}\n");
   node_reader r = d.root();
   CHECK(r.str("name") == "gpu0");
   CHECK(r.str("missing", "dflt") == "dflt");
@@ -77,7 +79,8 @@ TEST_CASE("reader: wrong types name the key and what was expected", "[config][re
                       "mode: turbo\nratio: nan\nempty:\n")
                       .root();
   error e = error_of([&] { r.integer("gen", 1, 5); });
-  CHECK_THAT(e.what(), Equals("t.yaml:1:6: error: gen: expected an integer from 1 to 5, got 'fast'"));
+  CHECK_THAT(e.what(),
+             Equals("t.yaml:1:6: error: gen: expected an integer from 1 to 5, got 'fast'"));
   CHECK_THAT(error_of([&] { r.str("name"); }).what(),
              Equals("t.yaml:2:7: error: name: expected a string, got a list"));
   CHECK_THAT(error_of([&] { r.size("size"); }).what(),
@@ -89,7 +92,9 @@ TEST_CASE("reader: wrong types name the key and what was expected", "[config][re
   CHECK_THAT(error_of([&] { r.list("sub"); }).what(),
              Contains("t.yaml:6:7: error: sub[0]: expected a map, got '1'"));
   CHECK_THAT(error_of([&] { r.child("list"); }).what(), Contains("list: expected a map, got '3'"));
-  CHECK_THAT(error_of([&] { r.choice("mode", {"cut_through", "store_and_forward"}); }).what(),
+  CHECK_THAT(error_of([&] {
+               r.choice("mode", {"cut_through", "store_and_forward"});
+             }).what(),
              Contains("mode: expected one of: cut_through, store_and_forward, got 'turbo'"));
   CHECK_THAT(error_of([&] { r.number("ratio", 0, 1); }).what(),
              Contains("ratio: expected a number from 0 to 1, got 'nan'"));
@@ -114,17 +119,17 @@ TEST_CASE("reader: duplicate keys are an error", "[config][reader]") {
   CHECK(e.key == "a");
   CHECK_THAT(e.what(), Contains("duplicate key (first defined at line 1, column 1)"));
   node_reader r = doc("x:\n  - {n: 1, n: 2}\n").root();
-  CHECK_THAT(error_of([&] { r.list("x"); }).what(), Contains("t.yaml:2:12: error: n: duplicate key (first defined at line 2, column 6)"));
+  CHECK_THAT(error_of([&] { r.list("x"); }).what(),
+             Contains("t.yaml:2:12: error: n: duplicate key (first defined at line 2, column 6)"));
 }
 
-TEST_CASE("reader: empty, non-map and garbage documents are config errors", "[config][reader]") {
+TEST_CASE("reader: empty or non-map or garbage documents are config errors", "[config][reader]") {
   CHECK_THAT(error_of([] { doc("").root(); }).what(),
              Equals("t.yaml: error: the file is empty; expected a map of keys"));
   CHECK_THAT(error_of([] { doc("# only a comment\n").root(); }).what(), Contains("empty"));
   CHECK_THAT(error_of([] { doc("- a\n- b\n").root(); }).what(),
              Contains("expected a map of keys at the top level, got a list"));
-  CHECK_THAT(error_of([] { doc("just text").root(); }).what(),
-             Contains("got 'just text'"));
+  CHECK_THAT(error_of([] { doc("just text").root(); }).what(), Contains("got 'just text'"));
   CHECK_THAT(error_of([] { doc(std::string("a: \0\x01\xff", 6)); }).what(),
              Contains("not a text file"));
   error e = error_of([] { doc("a: [1, 2\nb: 3\n"); });
@@ -139,7 +144,8 @@ TEST_CASE("reader: empty, non-map and garbage documents are config errors", "[co
 TEST_CASE("reader: load reports missing files and directories", "[config][reader]") {
   CHECK_THAT(error_of([] { document::load("/nonexistent/x.yaml"); }).what(),
              Equals("/nonexistent/x.yaml: error: no such file"));
-  CHECK_THAT(error_of([] { document::load(P2PSIM_SOURCE_DIR); }).what(), Contains("is a directory"));
+  CHECK_THAT(error_of([] { document::load(P2PSIM_SOURCE_DIR); }).what(),
+             Contains("is a directory"));
   auto path = std::filesystem::temp_directory_path() / "p2psim_reader_test.yaml";
   std::ofstream(path) << "name: x\nbad: [\n";
   error e = error_of([&] { document::load(path.string()); });
@@ -157,7 +163,7 @@ TEST_CASE("reader: null values of optional maps and lists read as empty", "[conf
   CHECK_NOTHROW(r.done());
 }
 
-TEST_CASE("reader: copies share consumed keys; fail() points at the key", "[config][reader]") {
+TEST_CASE("reader: copies share consumed keys and fail() points at the key", "[config][reader]") {
   node_reader r = doc("a: 1\nb:   2\n").root();
   node_reader copy = r;
   copy.integer("a", 0, 9);

@@ -42,7 +42,8 @@ TEST_CASE("topology checks: each bad fixture fails at the offending key", "[topo
       {"dangling_between", 5, 27, "no socket named 'cpu2'"},
       {"up_is_device", 8, 10, "'gpu0' is a device; a link's up end is a socket or a switch"},
       {"down_is_socket", 7, 22, "'cpu1' is a socket; a link's down end is a switch or a device"},
-      {"two_upstream", 12, 21, "gpu0 already has an upstream link (from sw0 at line 11); a node has exactly one"},
+      {"two_upstream", 12, 21,
+       "gpu0 already has an upstream link (from sw0 at line 11); a node has exactly one"},
       {"unreachable_switch", 5, 5, "switch sw1 has no upstream link, so it is unreachable"},
       {"unreachable_device", 5, 5, "device gpu1 has no upstream link"},
       {"cycle", 11, 21, "links form a cycle: sw0 -> sw1 -> sw0"},
@@ -60,11 +61,16 @@ TEST_CASE("topology checks: each bad fixture fails at the offending key", "[topo
       {"rcb", 1, 13, "expected 64B or 128B, got 256B"},
       {"tags", 4, 24, "tags: expected an integer from 1 to 1024, got '2048'"},
       {"unaligned_address", 4, 46, "is not aligned to the BAR's size (256MiB)"},
-      {"overlap_explicit", 5, 32, "BAR0 of gpu1 at [0x4000_0100_0000, 0x4000_0200_0000) overlaps BAR1 of gpu0"},
+      {"overlap_explicit", 5, 32,
+       "BAR0 of gpu1 at [0x4000_0100_0000, 0x4000_0200_0000) overlaps BAR1 of gpu0"},
       {"overlap_memory", 4, 32, "overlaps host memory of cpu0"},
       {"windows_overlap", 7, 32, "make the memory windows of the ports above sw0"},
-      {"unknown_key", 6, 5, "unknown key 'vramm' (expected one of: name, type, mps, mrrs, rcb, tags, bar0, bar0_address, bar1, bar1_reserved, bar1_address, vram, vram_latency, vram_bandwidth); did you mean 'vram'?"},
-      {"unknown_platform", 2, 28, "unknown platform 'haswell' (available: broken_preset, tiny_gen3, tiny_gen4)"},
+      {"unknown_key", 6, 5,
+       "unknown key 'vramm' (expected one of: name, type, mps, mrrs, rcb, tags, bar0, "
+       "bar0_address, bar1, bar1_reserved, bar1_address, vram, vram_latency, vram_bandwidth); did "
+       "you mean 'vram'?"},
+      {"unknown_platform", 2, 28,
+       "unknown platform 'haswell' (available: broken_preset, tiny_gen3, tiny_gen4)"},
       {"wrong_type", 6, 33, "gen: expected an integer from 1 to 5, got 'fast'"},
       {"list_not_map", 4, 3, "devices: expected a list of maps, got a map"},
       {"map_not_scalar", 3, 13, "memory: expected a size such as 256MiB or 4KiB, got a map"},
@@ -124,11 +130,13 @@ TEST_CASE("topology checks: code-built topologies are checked too", "[topology][
   CHECK_THROWS_WITH(check_topology(t), Contains("runs off the end of the 64-bit address space"));
 }
 
-TEST_CASE("topology checks: mangled files give config errors, never crashes", "[topology][checks]") {
+TEST_CASE("topology checks: mangled files give config errors and never crash",
+          "[topology][checks]") {
   // Deterministic mutations of a valid file: byte flips, insertions of YAML punctuation and
   // truncations. Anything but success or config::error (a crash, another exception) fails.
   std::ifstream in(k_dir + "good/full.yaml");
-  const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string original((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   REQUIRE(original.size() > 100);
   std::mt19937 rng(12345);
   const std::string punct = ":-[]{},#&*!|>'\"%@` \n\t0x";
@@ -139,10 +147,18 @@ TEST_CASE("topology checks: mangled files give config errors, never crashes", "[
     for (int k = 0; k < edits; ++k) {
       const size_t at = rng() % text.size();
       switch (rng() % 4) {
-        case 0: text[at] = char(rng() % 256); break;
-        case 1: text.insert(at, 1, punct[rng() % punct.size()]); break;
-        case 2: text.erase(at, 1 + rng() % 8); break;
-        default: text.resize(at); break;
+        case 0:
+          text[at] = char(rng() % 256);
+          break;
+        case 1:
+          text.insert(at, 1, punct[rng() % punct.size()]);
+          break;
+        case 2:
+          text.erase(at, 1 + rng() % 8);
+          break;
+        default:
+          text.resize(at);
+          break;
       }
       if (text.empty()) text = "x";
     }

@@ -143,7 +143,8 @@ TEST_CASE("topology enumerate: memory and apertures", "[topology][enumerate]") {
   CHECK(m.devices.at("nic0").bar1.size == 0);
 }
 
-TEST_CASE("topology enumerate: every good fixture has consistent windows", "[topology][enumerate]") {
+TEST_CASE("topology enumerate: every good fixture has consistent windows",
+          "[topology][enumerate]") {
   for (const char* f : {"good/switch_only.yaml", "good/single_rc.yaml", "good/two_sockets.yaml",
                         "good/two_host_bridges.yaml", "good/cascaded.yaml", "good/full.yaml"}) {
     INFO(f);

@@ -157,8 +157,9 @@ TEST_CASE("topology loader: --set overrides", "[topology][loader]") {
   CHECK(load("good/two_sockets.yaml", {"interconnect.qpi0.bandwidth=10GB/s"})
             .interconnects[0]
             .bandwidth_gbs == Approx(10));
-  CHECK(load("good/single_rc.yaml", {"socket.cpu0.platform=tiny_gen4"}).sockets[0].platform.max_gen ==
-        4);
+  CHECK(
+      load("good/single_rc.yaml", {"socket.cpu0.platform=tiny_gen4"}).sockets[0].platform.max_gen ==
+      4);
 }
 
 TEST_CASE("topology loader: override errors point at the --set", "[topology][loader]") {
@@ -174,7 +175,8 @@ TEST_CASE("topology loader: override errors point at the --set", "[topology][loa
   CHECK_THAT(error_of([] { load("good/switch_only.yaml", {"socket.cpu0.platform=nope"}); }).what(),
              Contains("--set socket.cpu0.platform=nope: error: platform: unknown platform 'nope'"));
   // Switching cpu0 to a Gen3 platform makes the file's Gen4 root port invalid.
-  config::error e = error_of([] { load("good/switch_only.yaml", {"socket.cpu0.platform=tiny_gen3"}); });
+  config::error e =
+      error_of([] { load("good/switch_only.yaml", {"socket.cpu0.platform=tiny_gen3"}); });
   CHECK_THAT(e.what(), Contains("switch_only.yaml:15:32: error: gen: root port of cpu0 (platform "
                                 "tiny_gen3) supports up to Gen3, got Gen4"));
 }

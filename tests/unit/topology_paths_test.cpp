@@ -48,7 +48,7 @@ TEST_CASE("topology paths: the three GPUDirect RDMA classes on their fixtures",
   CHECK(classify(load("good/two_sockets.yaml"), "gpu0", "nic0") == path_type::SYS);
 }
 
-TEST_CASE("topology paths: class numbers, names and path nodes", "[topology][paths]") {
+TEST_CASE("topology paths: class numbers and names and path nodes", "[topology][paths]") {
   CHECK(topology_class(path_type::X) == 0);
   CHECK(topology_class(path_type::PIX) == 1);
   CHECK(topology_class(path_type::PXB) == 1);

@@ -1,0 +1,80 @@
+// Bad input stops p2psim with exit code 2 and a message naming file:line:column and the key
+// (DESIGN.md section 7), never a crash or a silent default.
+#include <catch2/catch.hpp>
+
+#include "tests/cli/cli_harness.h"
+
+namespace {
+
+void expect_rejected(const std::string& cmd, const std::string& location, const std::string& key,
+                     const std::string& words) {
+  auto r = p2psim::test::run_cli(cmd);
+  INFO(cmd << "\nstderr: " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find(location) != std::string::npos);
+  CHECK(r.err.find(key) != std::string::npos);
+  CHECK(r.err.find(words) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("unknown key in a scenario names file:line:col and the key", "[cli][bad]") {
+  expect_rejected("run tests/data/bad/scenario_unknown_key.yaml",
+                  "scenario_unknown_key.yaml:4:67", "sise", "unknown key");
+}
+TEST_CASE("wrong type names the key and what was expected", "[cli][bad]") {
+  expect_rejected("run tests/data/bad/scenario_wrong_type.yaml", "scenario_wrong_type.yaml:4:80",
+                  "count", "expected an integer");
+}
+TEST_CASE("wrong unit is rejected", "[cli][bad]") {
+  expect_rejected("run tests/data/bad/scenario_bad_unit.yaml", "scenario_bad_unit.yaml:4:67",
+                  "size", "unknown size unit");
+}
+TEST_CASE("YAML syntax error names the line", "[cli][bad]") {
+  expect_rejected("run tests/data/bad/scenario_syntax.yaml", "scenario_syntax.yaml:4:", "YAML",
+                  "syntax error");
+}
+TEST_CASE("unknown op value is rejected", "[cli][bad]") {
+  expect_rejected("run tests/data/bad/scenario_op.yaml", "scenario_op.yaml:4:54", "op",
+                  "expected one of");
+}
+TEST_CASE("dangling device reference in a scenario", "[cli][bad]") {
+  expect_rejected("run tests/data/bad/scenario_dangling_device.yaml",
+                  "scenario_dangling_device.yaml:4:5", "initiator", "nic7");
+}
+TEST_CASE("missing topology file is named at the scenario's line", "[cli][bad]") {
+  expect_rejected("run tests/data/bad/scenario_missing_topology.yaml",
+                  "scenario_missing_topology.yaml:2:11", "topology", "no topology file");
+}
+TEST_CASE("a transfer larger than BAR1 less its reserved region is impossible", "[cli][bad]") {
+  expect_rejected("run tests/data/bad/scenario_too_big_for_bar1.yaml",
+                  "scenario_too_big_for_bar1.yaml:4:5", "size", "BAR1");
+}
+TEST_CASE("dangling link reference in a topology", "[cli][bad]") {
+  expect_rejected("topo tests/data/bad/topology_dangling_link.yaml",
+                  "topology_dangling_link.yaml:7:22", "down", "gpu9");
+}
+TEST_CASE("a cycle of links is an impossible topology", "[cli][bad]") {
+  expect_rejected("topo tests/data/bad/topology_cycle.yaml", "topology_cycle.yaml:12:21", "down",
+                  "cycle");
+}
+TEST_CASE("two sockets with no link are an impossible topology", "[cli][bad]") {
+  expect_rejected("topo tests/data/bad/topology_unlinked_sockets.yaml",
+                  "topology_unlinked_sockets.yaml:4:5", "cpu1", "no link");
+}
+TEST_CASE("overlapping BAR windows are an impossible topology", "[cli][bad]") {
+  expect_rejected("topo tests/data/bad/topology_overlapping_bars.yaml",
+                  "topology_overlapping_bars.yaml:6:57", "bar1_address", "overlaps");
+}
+TEST_CASE("a link faster than its root port supports is rejected", "[cli][bad]") {
+  expect_rejected("topo tests/data/bad/topology_gen_too_high.yaml",
+                  "topology_gen_too_high.yaml:7:33", "gen", "Gen3");
+}
+TEST_CASE("a bad --set value names the --set", "[cli][bad]") {
+  expect_rejected("run scenarios/default.yaml --set link.gpu0.gen=9", "--set link.gpu0.gen=9",
+                  "gen", "expected an integer");
+}
+TEST_CASE("a --set path that selects nothing is an error", "[cli][bad]") {
+  expect_rejected("run tests/data/scenarios/single_rc.yaml --set link.gpu7.gen=4",
+                  "--set link.gpu7.gen=4", "gpu7", "");
+}

@@ -1,0 +1,39 @@
+// Runs the p2psim binary as a user would and captures its exit code, stdout and stderr.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace p2psim::test {
+
+struct cli_result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+inline cli_result run_cli(const std::string& args) {
+  static int n = 0;
+  std::string err_file = "cli_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(n++);
+  std::string cmd = std::string("cd " P2PSIM_SOURCE_DIR " && " P2PSIM_BIN " ") + args + " 2>" +
+                    std::string(P2PSIM_BUILD_DIR) + "/" + err_file;
+  cli_result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t got;
+  while ((got = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), got);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream f(std::string(P2PSIM_BUILD_DIR) + "/" + err_file);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  r.err = ss.str();
+  std::remove((std::string(P2PSIM_BUILD_DIR) + "/" + err_file).c_str());
+  return r;
+}
+
+}  // namespace p2psim::test

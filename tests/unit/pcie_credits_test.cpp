@@ -1,0 +1,156 @@
+// Transmitter-side credit-based flow control (PCIe Base Spec 2.6.1; models/pcie/credits.h).
+#include <catch2/catch.hpp>
+
+#include "models/pcie/credits.h"
+
+using namespace p2psim::pcie;
+
+namespace {
+
+tlp_header make(tlp_type type, uint32_t length) {
+  tlp_header h;
+  h.type = type;
+  h.length = length;
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("credits: cost of a TLP", "[pcie][credits]") {
+  // PCIe Base Spec 2.6.1: one header credit per TLP; one data credit per 16 bytes (4 DW)
+  // of payload, rounded up.
+  CHECK(data_credit_bytes == 16);
+  const credit_cost w256 = credit_cost_of(make(tlp_type::mwr, 256));
+  CHECK(w256.header == 1);
+  CHECK(w256.data == 16);
+  CHECK(credit_cost_of(make(tlp_type::mwr, 4)).data == 1);
+  CHECK(credit_cost_of(make(tlp_type::mwr, 16)).data == 1);
+  CHECK(credit_cost_of(make(tlp_type::mwr, 17)).data == 2);
+  CHECK(credit_cost_of(make(tlp_type::cpld, 64)).data == 4);
+  CHECK(credit_cost_of(make(tlp_type::cpld, 4096)).data == 256);
+  // A read request carries no data, whatever length it asks for.
+  const credit_cost rd = credit_cost_of(make(tlp_type::mrd, 4096));
+  CHECK(rd.header == 1);
+  CHECK(rd.data == 0);
+  CHECK(credit_cost_of(make(tlp_type::cpl, 0)).data == 0);
+  CHECK(credit_cost_of(make(tlp_type::cpl, 0)).header == 1);
+}
+
+TEST_CASE("credits: consume until the pool is empty", "[pcie][credits]") {
+  credit_limits l;
+  l.ph = 4;
+  l.pd = 40;  // 640 bytes
+  credit_gate g(l);
+  CHECK_FALSE(g.infinite(fc_class::posted));
+  CHECK(g.header_available(fc_class::posted) == 4);
+  CHECK(g.data_available(fc_class::posted) == 40);
+
+  const credit_cost w256{1, 16};
+  CHECK(g.can_send(fc_class::posted, w256));
+  g.consume(fc_class::posted, w256);
+  g.consume(fc_class::posted, w256);
+  CHECK(g.header_available(fc_class::posted) == 2);
+  CHECK(g.data_available(fc_class::posted) == 8);
+  // Headers left, but not enough data credits.
+  CHECK_FALSE(g.can_send(fc_class::posted, w256));
+  CHECK(g.can_send(fc_class::posted, credit_cost{1, 8}));
+  g.consume(fc_class::posted, credit_cost{1, 8});
+  g.consume(fc_class::posted, credit_cost{1, 0});
+  // Out of header credits: even a zero-data TLP must wait.
+  CHECK_FALSE(g.can_send(fc_class::posted, credit_cost{1, 0}));
+}
+
+TEST_CASE("credits: 0 advertises an infinite pool", "[pcie][credits]") {
+  // PCIe Base Spec 2.6.1: an advertised value of 0 means infinite credits.
+  credit_limits l;
+  l.nph = 2;  // header-limited, data infinite
+  credit_gate g(l);
+  CHECK(g.infinite(fc_class::posted));
+  CHECK(g.infinite(fc_class::completion));
+  CHECK_FALSE(g.infinite(fc_class::non_posted));
+  for (int i = 0; i < 1000; ++i) {
+    REQUIRE(g.can_send(fc_class::completion, credit_cost{1, 256}));
+    g.consume(fc_class::completion, credit_cost{1, 256});
+  }
+  CHECK(g.can_send(fc_class::posted, credit_cost{1, 1u << 20}));
+  CHECK(g.can_send(fc_class::non_posted, credit_cost{1, 1u << 20}));
+  g.consume(fc_class::non_posted, credit_cost{1, 0});
+  g.consume(fc_class::non_posted, credit_cost{1, 0});
+  CHECK_FALSE(g.can_send(fc_class::non_posted, credit_cost{1, 0}));
+  // Returns to an infinite pool are dropped, not queued.
+  g.schedule_return(fc_class::completion, credit_cost{1, 16}, 100);
+  CHECK(g.next_return() == 0);
+}
+
+TEST_CASE("credits: a return is seen only once its UpdateFC arrives", "[pcie][credits]") {
+  credit_limits l;
+  l.cplh = 1;
+  l.cpld = 16;
+  credit_gate g(l);
+  const credit_cost c{1, 16};
+  g.consume(fc_class::completion, c);
+  CHECK_FALSE(g.can_send(fc_class::completion, c));
+
+  g.schedule_return(fc_class::completion, c, 5000);
+  CHECK(g.next_return() == 5000);
+  CHECK_FALSE(g.can_send(fc_class::completion, c));  // not before advance()
+  g.advance(4999);
+  CHECK_FALSE(g.can_send(fc_class::completion, c));
+  CHECK(g.header_available(fc_class::completion) == 0);
+  g.advance(5000);
+  CHECK(g.can_send(fc_class::completion, c));
+  CHECK(g.header_available(fc_class::completion) == 1);
+  CHECK(g.data_available(fc_class::completion) == 16);
+  CHECK(g.next_return() == 0);
+}
+
+TEST_CASE("credits: pending returns come back in arrival order", "[pcie][credits]") {
+  credit_limits l;
+  l.ph = 3;
+  l.pd = 30;
+  l.nph = 2;
+  credit_gate g(l);
+  g.consume(fc_class::posted, credit_cost{1, 10});
+  g.consume(fc_class::posted, credit_cost{1, 10});
+  g.consume(fc_class::posted, credit_cost{1, 10});
+  g.consume(fc_class::non_posted, credit_cost{2, 0});
+  CHECK(g.header_available(fc_class::posted) == 0);
+
+  // Scheduled out of order; the earliest comes first.
+  g.schedule_return(fc_class::posted, credit_cost{1, 10}, 300);
+  g.schedule_return(fc_class::posted, credit_cost{1, 10}, 100);
+  g.schedule_return(fc_class::non_posted, credit_cost{2, 0}, 200);
+  g.schedule_return(fc_class::posted, credit_cost{1, 10}, 400);
+  CHECK(g.next_return() == 100);
+
+  g.advance(150);
+  CHECK(g.header_available(fc_class::posted) == 1);
+  CHECK(g.data_available(fc_class::posted) == 10);
+  CHECK(g.header_available(fc_class::non_posted) == 0);
+  CHECK(g.next_return() == 200);
+
+  g.advance(350);  // absorbs the returns at 200 and 300 together
+  CHECK(g.header_available(fc_class::non_posted) == 2);
+  CHECK(g.header_available(fc_class::posted) == 2);
+  CHECK(g.data_available(fc_class::posted) == 20);
+  CHECK(g.next_return() == 400);
+
+  g.advance(10'000);
+  CHECK(g.header_available(fc_class::posted) == 3);
+  CHECK(g.data_available(fc_class::posted) == 30);
+  CHECK(g.next_return() == 0);
+}
+
+TEST_CASE("credits: half-infinite pool returns only the finite part", "[pcie][credits]") {
+  credit_limits l;
+  l.ph = 2;  // header finite, data infinite
+  credit_gate g(l);
+  CHECK_FALSE(g.infinite(fc_class::posted));
+  g.consume(fc_class::posted, credit_cost{1, 64});
+  CHECK(g.header_available(fc_class::posted) == 1);
+  g.schedule_return(fc_class::posted, credit_cost{1, 64}, 10);
+  CHECK(g.next_return() == 10);
+  g.advance(10);
+  CHECK(g.header_available(fc_class::posted) == 2);
+  CHECK(g.can_send(fc_class::posted, credit_cost{2, 1u << 30}));
+}
