@@ -26,6 +26,7 @@ link_channel::link_channel(sc_module_name name, const channel_timing& timing,
 uint64_t link_channel::serialization_ps(const pcie::tlp_header& h) const {
   uint32_t payload = pcie::has_data(h.type) ? h.length : 0;
   uint64_t bytes = m_timing.pcie_framing ? pcie::wire_bytes(h) : payload + m_timing.packet_overhead;
+  if (m_timing.ecrc && m_timing.pcie_framing && !h.ecrc) bytes += 4;
   return uint64_t(bytes * m_timing.ps_per_byte / (1.0 - m_timing.skip_fraction) + 0.5);
 }
 
@@ -83,6 +84,7 @@ void link_channel::start(entry e, uint64_t now) {
   uint64_t bytes = m_timing.pcie_framing ? pcie::wire_bytes(h)
                                          : (pcie::has_data(h.type) ? h.length : 0) +
                                                m_timing.packet_overhead;
+  if (m_timing.ecrc && m_timing.pcie_framing && !h.ecrc) bytes += 4;  // TLP digest
   const uint64_t tlp_bytes = bytes;
   // ACK and UpdateFC DLLPs take 8 of every ack_limit (fc_limit) bytes of this direction's
   // time, their own bytes included: the rate of the spec's tables, and pcie-bench's model.

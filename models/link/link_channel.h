@@ -21,6 +21,7 @@ struct channel_timing {
   double ps_per_byte = 0;      // 1 / raw bandwidth
   uint64_t latency_ps = 0;     // propagation, one way
   bool pcie_framing = true;    // PCIe: framing + header + ECRC; else packet_overhead per TLP
+  bool ecrc = false;           // every TLP on this link carries a 4-byte TLP digest
   uint32_t packet_overhead = 0;
   uint32_t ack_limit = 0;      // bytes between ACK DLLPs (0: none)
   uint32_t fc_limit = 0;       // bytes between UpdateFC DLLPs (0: none)

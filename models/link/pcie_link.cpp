@@ -12,6 +12,7 @@ pcie_link::pcie_link(sc_module_name name, const pcie_link_params& p)
   t.ps_per_byte = 1000.0 / pcie::raw_gbs(p.gen, p.width);
   t.latency_ps = uint64_t(p.latency_ns * 1000 + 0.5);
   t.pcie_framing = true;
+  t.ecrc = p.ecrc;
   t.ack_limit = p.ack_limit ? p.ack_limit : pcie::spec_ack_limit(p.gen, p.width, p.mps);
   t.fc_limit = p.fc_limit ? p.fc_limit : pcie::spec_fc_limit(p.gen, p.width, p.mps);
   t.skip_fraction = pcie::skip_fraction;

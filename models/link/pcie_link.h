@@ -16,6 +16,7 @@ struct pcie_link_params {
   int gen = 3;
   int width = 16;
   double latency_ns = 5;
+  bool ecrc = false;        // TLPs carry ECRC (+4 bytes each)
   uint32_t mps = 256;       // selects the spec's DLLP-rate table column
   uint32_t ack_limit = 0;   // 0: the spec's table value
   uint32_t fc_limit = 0;

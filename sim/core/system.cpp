@@ -120,6 +120,7 @@ void fabric_system::build_links() {
     p.gen = l.gen;
     p.width = l.width;
     p.latency_ns = l.latency_ns;
+    p.ecrc = l.ecrc;
     p.mps = m_topo.pcie.mps;
     if (const auto* d = m_topo.find_device(l.down)) p.mps = m_topo.mps_of(*d);
     p.ack_limit = l.ack_limit;

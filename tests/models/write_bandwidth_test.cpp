@@ -44,3 +44,18 @@ TEST_CASE("posted write bandwidth Gen4 x16 MPS 256 within 2% of analytic", "[ban
 TEST_CASE("posted write bandwidth Gen4 x16 MPS 512 within 2% of analytic", "[bandwidth]") {
   check_write(4, 512);
 }
+
+// ECRC adds a 4-byte digest to every TLP (DESIGN.md section 4: "ECRC +4 if enabled").
+TEST_CASE("posted write bandwidth with ECRC pays 4 more bytes per TLP", "[bandwidth][ecrc]") {
+  auto r = p2psim::test::run_scenario(
+      "tests/data/models/write_read.yaml",
+      {"link.sw0.ecrc=true", "link.gpu0.ecrc=true", "link.nic0.ecrc=true",
+       "transfers.read.size=4KiB"});
+  const auto& w = p2psim::test::transfer(r, "write");
+  double tlps = double(w.bytes) / 256;
+  double expected = p2psim::pcie::tlp_layer_gbs(3, 16, 256) * double(w.bytes) /
+                    (double(w.bytes) + tlps * (24 + 4));
+  INFO("simulated " << w.gbps << " GB/s, expected " << expected);
+  CHECK(w.gbps == Approx(expected).epsilon(0.02));
+  CHECK(w.gbps < p2psim::pcie::analytic_write_gbs(3, 16, 256, w.bytes) * 0.995);
+}
