@@ -74,7 +74,9 @@ void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
   if (int out = m_remote_memory.by_address(h.address); out >= 0 && out != in) {
     ++m_stats.remote_requests;  // host memory of another socket: not peer to peer
     link::txn(gp).ext.ingress_port = in;
-    send(out, gp, m_latency_ps);
+    // The interconnect's latency stands for the whole hop to the remote home agent, and the
+    // remote memory controller charges the root complex's latency as for a local read.
+    send(out, gp, 0);
     return;
   }
   if (int out = m_remote_routes.by_address(h.address); out >= 0 && out != in) {
@@ -101,7 +103,8 @@ void root_complex::completion(int in, tlm::tlm_generic_payload& gp) {
     if (out < 0) out = m_remote_routes.by_bus(pcie::bus_of(h.requester_id));
     if (out >= 0 && out != in) {
       link::txn(gp).ext.ingress_port = in;
-      send(out, gp, m_latency_ps);
+      // Completions from the interconnect were charged by the root complex that sent them.
+      send(out, gp, is_root_port(in) ? m_latency_ps : 0);
       return;
     }
   }

@@ -19,9 +19,13 @@ void initiator_ref::submit(dma::dma_job job) {
 }
 
 target_region::target_region(fabric_system& sys, const std::string& name, uint64_t offset,
-                             uint64_t bytes)
+                             uint64_t bytes, bool map_bar1)
     : m_offset(offset) {
-  if (auto* g = sys.find_gpu(name)) {
+  if (auto* g = sys.find_gpu(name); g && !map_bar1) {
+    // The first usable BAR1 pages, left unmapped: every access is refused.
+    m_store = &g->vram();
+    m_bus = g->params().bar1.base + g->bar1().reserved() + offset;
+  } else if (auto* g = sys.find_gpu(name)) {
     const uint64_t page = gpu::bar1_page_bytes;
     m_pages = (bytes + page - 1) / page;
     auto first = g->bar1().find_free(m_pages);

@@ -29,7 +29,8 @@ class initiator_ref {
 // nv-p2p driver does when a peer pins the memory.
 class target_region {
  public:
-  target_region(fabric_system& sys, const std::string& name, uint64_t offset, uint64_t bytes);
+  target_region(fabric_system& sys, const std::string& name, uint64_t offset, uint64_t bytes,
+                bool map_bar1 = true);
   ~target_region();
   target_region(const target_region&) = delete;
   target_region& operator=(const target_region&) = delete;

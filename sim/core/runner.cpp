@@ -26,26 +26,53 @@ constexpr uint64_t slot_align = 64 * 1024;
 uint64_t slot_bytes(uint64_t size) { return (size + slot_align - 1) / slot_align * slot_align; }
 
 // A reproducible byte pattern (xorshift64*), different for every transfer, repetition, stream.
-void fill_pattern(memory::backing_store& s, uint64_t offset, uint64_t bytes, uint64_t seed) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-  std::vector<uint8_t> buf(1 << 20);
-  for (uint64_t done = 0; done < bytes; done += buf.size()) {
-    size_t n = std::min<uint64_t>(buf.size(), bytes - done);
-    for (size_t i = 0; i < n; i += 8) {
-      x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
-      uint64_t v = x * 0x2545F4914F6CDD1Dull;
-      for (size_t k = 0; k < 8 && i + k < n; ++k) buf[i + k] = uint8_t(v >> (8 * k));
+class pattern {
+ public:
+  explicit pattern(uint64_t seed) : m_x(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {}
+  void next(std::span<uint8_t> out) {
+    for (size_t i = 0; i < out.size(); i += 8) {
+      m_x ^= m_x >> 12, m_x ^= m_x << 25, m_x ^= m_x >> 27;
+      uint64_t v = m_x * 0x2545F4914F6CDD1Dull;
+      for (size_t k = 0; k < 8 && i + k < out.size(); ++k) out[i + k] = uint8_t(v >> (8 * k));
     }
+  }
+
+ private:
+  uint64_t m_x;
+};
+
+constexpr size_t chunk = 1 << 20;  // multiple of 8: patterns continue seamlessly across chunks
+
+void fill_pattern(memory::backing_store& s, uint64_t offset, uint64_t bytes, uint64_t seed) {
+  pattern p(seed);
+  std::vector<uint8_t> buf(chunk);
+  for (uint64_t done = 0; done < bytes; done += chunk) {
+    size_t n = std::min<uint64_t>(chunk, bytes - done);
+    p.next(std::span<uint8_t>(buf.data(), n));
     s.write(offset + done, std::span<const uint8_t>(buf.data(), n));
   }
 }
 
+// Bytes of `s` that differ from the pattern `seed` (a store nothing should have written).
+uint64_t count_changed(memory::backing_store& s, uint64_t offset, uint64_t bytes, uint64_t seed) {
+  pattern p(seed);
+  std::vector<uint8_t> want(chunk), got(chunk);
+  uint64_t bad = 0;
+  for (uint64_t done = 0; done < bytes; done += chunk) {
+    size_t n = std::min<uint64_t>(chunk, bytes - done);
+    p.next(std::span<uint8_t>(want.data(), n));
+    s.read(offset + done, std::span<uint8_t>(got.data(), n));
+    for (size_t i = 0; i < n; ++i) bad += want[i] != got[i];
+  }
+  return bad;
+}
+
 uint64_t count_mismatches(memory::backing_store& a, uint64_t ao, memory::backing_store& b,
                           uint64_t bo, uint64_t bytes) {
-  std::vector<uint8_t> x(1 << 20), y(1 << 20);
+  std::vector<uint8_t> x(chunk), y(chunk);
   uint64_t bad = 0;
-  for (uint64_t done = 0; done < bytes; done += x.size()) {
-    size_t n = std::min<uint64_t>(x.size(), bytes - done);
+  for (uint64_t done = 0; done < bytes; done += chunk) {
+    size_t n = std::min<uint64_t>(chunk, bytes - done);
     a.read(ao + done, std::span<uint8_t>(x.data(), n));
     b.read(bo + done, std::span<uint8_t>(y.data(), n));
     for (size_t i = 0; i < n; ++i) bad += x[i] != y[i];
@@ -64,6 +91,7 @@ class driver : public sc_module {
  private:
   struct outcome {
     uint64_t bytes = 0, failed = 0, mismatched = 0;
+    uint64_t leaked = 0;  // bytes of a refused transfer that changed the destination anyway
     uint64_t t0 = 0, t1 = 0;
   };
 
@@ -75,7 +103,7 @@ class driver : public sc_module {
     std::vector<uint32_t> ids;
     for (int i = 0; i < streams; ++i) {
       uint64_t off = uint64_t(i) * slot_bytes(size);
-      regions.push_back(std::make_unique<target_region>(m_sys, t.target, off, size));
+      regions.push_back(std::make_unique<target_region>(m_sys, t.target, off, size, t.map_bar1));
       auto& reg = *regions.back();
       // Source gets a fresh pattern, the destination its complement: stale bytes show.
       if (t.write) {
@@ -114,11 +142,15 @@ class driver : public sc_module {
       o.t1 = std::max(o.t1, r.last_land_ps);
       o.failed += r.failed_bytes;
       o.bytes += r.landed_bytes;
-      if (m_sc.verify) {
-        uint64_t off = uint64_t(i) * slot_bytes(size);
-        auto& reg = *regions[i];
+      if (!m_sc.verify) continue;
+      uint64_t off = uint64_t(i) * slot_bytes(size);
+      auto& reg = *regions[i];
+      if (r.failed_bytes == 0) {  // everything landed: it must equal the source
         o.mismatched += t.write ? count_mismatches(init.local(), off, reg.store(), reg.offset(), size)
                                 : count_mismatches(reg.store(), reg.offset(), init.local(), off, size);
+      } else if (r.landed_bytes == 0) {  // all refused: the destination must be untouched
+        o.leaked += t.write ? count_changed(reg.store(), reg.offset(), size, ~(seed + i))
+                            : count_changed(init.local(), off, size, ~(seed + i));
       }
     }
     return o;
@@ -135,7 +167,7 @@ class driver : public sc_module {
       outcome o = move(t, t.size, t.concurrency, m_sc.seed * 1000003 + index * 1009 + rep * 31);
       b.bytes += o.bytes;
       b.failed_bytes += o.failed;
-      b.mismatched_bytes += o.mismatched;
+      b.mismatched_bytes += o.mismatched + o.leaked;
       ps_total += o.t1 > o.t0 ? o.t1 - o.t0 : 0;
     }
     b.seconds = ps_total * 1e-12;
@@ -144,7 +176,8 @@ class driver : public sc_module {
       m_out.errors.push_back(fmt::format("{}: {} bytes refused by the fabric", t.name, b.failed_bytes));
     if (b.mismatched_bytes)
       m_out.errors.push_back(
-          fmt::format("{}: {} bytes differ from the source", t.name, b.mismatched_bytes));
+          fmt::format("{}: {} bytes differ from what the destination should hold", t.name,
+                      b.mismatched_bytes));
     m_out.bandwidth.push_back(b);
   }
 
@@ -184,8 +217,25 @@ class driver : public sc_module {
 
 }  // namespace
 
+std::string refusal_reason(const topo::topology& t, const topo::address_map& a,
+                           const transfer_spec& x) {
+  if (!t.find_device(x.initiator) || !t.find_device(x.target)) return "";
+  auto type = topo::classify(t, x.initiator, x.target);
+  const auto& plat = t.find_socket(a.socket_of.at(x.initiator))->platform;
+  const char* op = x.write ? "write" : "read";
+  if (type == topo::path_type::PHB || type == topo::path_type::NODE) {
+    if (!(x.write ? plat.p2p_write : plat.p2p_read).routed)
+      return fmt::format("platform {} does not route peer-to-peer {}s between root ports: "
+                         "its root complex answers Unsupported Request", plat.name, op);
+  } else if (type == topo::path_type::SYS) {
+    if (!(x.write ? plat.qpi_p2p_write : plat.qpi_p2p_read).routed)
+      return fmt::format("platform {} does not route peer-to-peer {}s across the socket "
+                         "interconnect: Unsupported Request", plat.name, op);
+  }
+  return "";
+}
+
 void check_scenario(const scenario& s, const topo::topology& t, const topo::address_map& a) {
-  topo::fabric_graph g(t);
   for (const auto& x : s.transfers) {
     const auto* init = t.find_device(x.initiator);
     if (!init)
@@ -211,27 +261,6 @@ void check_scenario(const scenario& s, const topo::topology& t, const topo::addr
       throw config::error(x.loc, "size",
                           fmt::format("{} bytes do not fit the local memory of {}", need,
                                       x.initiator));
-    if (!dev) continue;
-    // A peer path through a root complex needs the platform to route it.
-    auto type = g.classify(x.initiator, x.target);
-    const auto& plat = t.find_socket(a.socket_of.at(x.initiator))->platform;
-    if (type == topo::path_type::PHB || type == topo::path_type::NODE) {
-      const auto& pol = x.write ? plat.p2p_write : plat.p2p_read;
-      if (!pol.routed)
-        throw config::error(x.loc, "op",
-                            fmt::format("platform {} does not route peer-to-peer {}s between root "
-                                        "ports ({} -> {}: {})",
-                                        plat.name, x.write ? "write" : "read", x.initiator,
-                                        x.target, topo::to_string(type)));
-    } else if (type == topo::path_type::SYS) {
-      const auto& pol = x.write ? plat.qpi_p2p_write : plat.qpi_p2p_read;
-      if (!pol.routed)
-        throw config::error(x.loc, "op",
-                            fmt::format("platform {} does not route peer-to-peer {}s across the "
-                                        "socket interconnect ({} -> {})",
-                                        plat.name, x.write ? "write" : "read", x.initiator,
-                                        x.target));
-    }
   }
 }
 
@@ -257,6 +286,11 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
       b.topology_class = topo::topology_class(p);
     }
   }
+  for (const auto& x : s.transfers)
+    for (const auto& b : r.bandwidth)
+      if (b.transfer == x.name && b.failed_bytes)
+        if (auto why = refusal_reason(t, a, x); !why.empty())
+          r.errors.push_back(fmt::format("{}: {}", x.name, why));
   r.stats = dump_stats(sys, r.simulated_ns);
   return r;
 }

@@ -15,8 +15,14 @@
 namespace p2psim::core {
 
 // Throws config::error (exit code 2) when the scenario cannot run on the topology: unknown
-// devices, a transfer larger than the target can expose, a path the platform does not route.
+// devices, a transfer larger than the target can expose or the initiator can hold.
 void check_scenario(const scenario& s, const topo::topology& t, const topo::address_map& a);
+
+// Why the fabric refuses a peer transfer ("" if its path is routed): a platform that does
+// not forward peer-to-peer reads or writes answers them with Unsupported Request, as real
+// hardware does; the run reports the refused bytes and exits 1.
+std::string refusal_reason(const topo::topology& t, const topo::address_map& a,
+                           const transfer_spec& x);
 
 run_result run_topology(const scenario& s, const topo::topology& t, const topo::address_map& a);
 

@@ -22,6 +22,8 @@ struct transfer_spec {
   int count = 1;              // repetitions, back to back
   int concurrency = 1;        // streams at once, each moving `size`
   pcie::tlp_attrs attrs;
+  bool map_bar1 = true;       // GPU target: map BAR1 pages onto VRAM first (false: the DMA
+                              // hits unmapped BAR1 pages, which the GPU refuses)
   config::source_loc loc;
 };
 
