@@ -23,8 +23,8 @@ void dma_requester::submit(dma_job job) {
   a.segment = 0;
   if (!a.job.segments.empty()) {
     const auto& s = a.job.segments[0];
-    a.split = pcie::request_splitter(s.bus_address, s.length,
-                                     a.job.write ? m_params.mps : m_params.mrrs);
+    a.split =
+        pcie::request_splitter(s.bus_address, s.length, a.job.write ? m_params.mps : m_params.mrrs);
   }
   m_active.push_back(std::move(a));
   issue();
@@ -35,8 +35,8 @@ void dma_requester::advance_segment(active_job& j) {
     ++j.segment;
     j.segment_done = 0;
     const auto& s = j.job.segments[j.segment];
-    j.split = pcie::request_splitter(s.bus_address, s.length,
-                                     j.job.write ? m_params.mps : m_params.mrrs);
+    j.split =
+        pcie::request_splitter(s.bus_address, s.length, j.job.write ? m_params.mps : m_params.mrrs);
   }
 }
 
@@ -89,8 +89,10 @@ void dma_requester::issue() {
     }
     if (issue_one(j)) {
       blocked = 0;
-      if (j.split.done()) m_active.pop_front();
-      else m_active.splice(m_active.end(), m_active, m_active.begin());
+      if (j.split.done())
+        m_active.pop_front();
+      else
+        m_active.splice(m_active.end(), m_active, m_active.begin());
     } else {
       ++blocked;
       m_active.splice(m_active.end(), m_active, m_active.begin());

@@ -19,16 +19,16 @@
 namespace p2psim::dma {
 
 struct dma_segment {
-  uint64_t bus_address = 0;   // where on the bus (a BAR, host memory, an IOVA)
+  uint64_t bus_address = 0;  // where on the bus (a BAR, host memory, an IOVA)
   uint64_t length = 0;
   uint64_t local_offset = 0;  // where in the engine's local memory
 };
 
 struct dma_job {
-  bool write = true;          // true: local -> bus (MWr); false: bus -> local (MRd)
+  bool write = true;  // true: local -> bus (MWr); false: bus -> local (MRd)
   std::vector<dma_segment> segments;
   pcie::tlp_attrs attrs;
-  uint32_t stream = 0;        // stream_log id
+  uint32_t stream = 0;  // stream_log id
 };
 
 struct requester_params {
@@ -40,7 +40,7 @@ struct requester_params {
 
 struct requester_stats {
   uint64_t writes = 0, reads = 0, completions = 0, error_completions = 0;
-  uint64_t tag_stalls = 0;   // a read waited for a free tag
+  uint64_t tag_stalls = 0;  // a read waited for a free tag
   uint32_t max_tags_in_use = 0;
 };
 

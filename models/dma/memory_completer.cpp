@@ -24,10 +24,9 @@ void memory_completer::read(link::pcie_port& port, tlm::tlm_generic_payload& gp,
   uint64_t done = m_path.serve(now + latency, h.length);
   sc_core::sc_time when = link::ps(done - now) + extra;
   const uint64_t base = h.address;
-  send_completions(port, h, link::meta(gp).stream, m_id, m_timing.cpl_bytes, m_timing.rcb, when,
-                   [&](uint64_t addr, std::span<uint8_t> out) {
-                     m_store.read(offset + (addr - base), out);
-                   });
+  send_completions(
+      port, h, link::meta(gp).stream, m_id, m_timing.cpl_bytes, m_timing.rcb, when,
+      [&](uint64_t addr, std::span<uint8_t> out) { m_store.read(offset + (addr - base), out); });
 }
 
 }  // namespace p2psim::dma

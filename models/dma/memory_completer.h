@@ -16,9 +16,9 @@
 namespace p2psim::dma {
 
 struct memory_timing {
-  double latency_ns = 100;     // request in to first completion out
-  double bandwidth_gbs = 0;    // data path; 0 = unlimited
-  uint32_t cpl_bytes = 256;    // completion size (MPS, or 64 for RCB-split completers)
+  double latency_ns = 100;   // request in to first completion out
+  double bandwidth_gbs = 0;  // data path; 0 = unlimited
+  uint32_t cpl_bytes = 256;  // completion size (MPS, or 64 for RCB-split completers)
   uint32_t rcb = 64;
 };
 

@@ -8,9 +8,15 @@ namespace p2psim::dma_engine {
 using namespace sc_core;
 
 dma_engine::dma_engine(sc_module_name name, const engine_params& p, link::stream_log& log)
-    : sc_module(name), port("port", *this, 0), m_params(p), m_log(log),
-      m_local(p.local_memory_bytes), m_regs(p.bar0.size), m_local_port(m_local, p.local, p.bdf, log),
-      m_reg_port(m_regs, dma::memory_timing{}, p.bdf, log), m_req(port, m_local, p.requester, log) {
+    : sc_module(name),
+      port("port", *this, 0),
+      m_params(p),
+      m_log(log),
+      m_local(p.local_memory_bytes),
+      m_regs(p.bar0.size),
+      m_local_port(m_local, p.local, p.bdf, log),
+      m_reg_port(m_regs, dma::memory_timing{}, p.bdf, log),
+      m_req(port, m_local, p.requester, log) {
   SC_HAS_PROCESS(dma_engine);
   SC_METHOD(start_due);
   sensitive << m_due;
@@ -57,8 +63,8 @@ void dma_engine::receive(int, tlm::tlm_generic_payload& gp) {
   if (!target) {
     ++m_stats.unsupported;
     if (!write)
-      dma::send_error_completion(port, h, link::meta(gp).stream, m_params.bdf,
-                                 pcie::cpl_status::ur, SC_ZERO_TIME);
+      dma::send_error_completion(port, h, link::meta(gp).stream, m_params.bdf, pcie::cpl_status::ur,
+                                 SC_ZERO_TIME);
     else
       m_log.failed(link::meta(gp).stream, h.length, link::now_ps());
     port.release(gp);

@@ -7,7 +7,8 @@ namespace p2psim::gpu {
 bar1_page_table::bar1_page_table(uint64_t bar1_bytes, uint64_t reserved_bytes)
     : m_pages(bar1_bytes / bar1_page_bytes, unmapped),
       m_reserved_pages((reserved_bytes + bar1_page_bytes - 1) / bar1_page_bytes) {
-  if (bar1_bytes % bar1_page_bytes) throw std::invalid_argument("BAR1 size not a multiple of 64 KiB");
+  if (bar1_bytes % bar1_page_bytes)
+    throw std::invalid_argument("BAR1 size not a multiple of 64 KiB");
   if (m_reserved_pages >= m_pages.size())
     throw std::invalid_argument("BAR1 reserved region covers the whole aperture");
 }

@@ -16,9 +16,15 @@ dma::memory_timing register_timing(const dma::memory_timing& t) {
 }  // namespace
 
 gpu::gpu(sc_module_name name, const gpu_params& p, link::stream_log& log)
-    : sc_module(name), port("port", *this, 0), m_params(p), m_log(log), m_vram(p.vram_bytes),
-      m_regs(p.bar0.size), m_bar1(p.bar1.size, p.bar1_reserved),
-      m_vram_port(m_vram, p.vram, p.bdf, log), m_reg_port(m_regs, register_timing(p.vram), p.bdf, log),
+    : sc_module(name),
+      port("port", *this, 0),
+      m_params(p),
+      m_log(log),
+      m_vram(p.vram_bytes),
+      m_regs(p.bar0.size),
+      m_bar1(p.bar1.size, p.bar1_reserved),
+      m_vram_port(m_vram, p.vram, p.bdf, log),
+      m_reg_port(m_regs, register_timing(p.vram), p.bdf, log),
       m_copy(port, m_vram, p.copy, log) {}
 
 void gpu::receive(int, tlm::tlm_generic_payload& gp) {
@@ -67,7 +73,8 @@ void gpu::request(tlm::tlm_generic_payload& gp) {
   if (m_params.bar0.contains(h.address)) {
     ++m_stats.bar0_accesses;
     uint64_t off = h.address - m_params.bar0.base;
-    if (write) port.release(gp, m_reg_port.write(gp, off));
+    if (write)
+      port.release(gp, m_reg_port.write(gp, off));
     else {
       m_reg_port.read(port, gp, off);
       port.release(gp);

@@ -11,9 +11,9 @@
 #include "models/dma/memory_completer.h"
 #include "models/gpu/bar1_page_table.h"
 #include "models/link/pcie_port.h"
-#include "models/pcie/window.h"
 #include "models/link/stream_log.h"
 #include "models/memory/backing_store.h"
+#include "models/pcie/window.h"
 
 namespace p2psim::gpu {
 
@@ -22,15 +22,15 @@ struct gpu_params {
   pcie::window bar0, bar1;
   uint64_t bar1_reserved = 32ull << 20;
   uint64_t vram_bytes = 16ull << 30;
-  dma::memory_timing vram;       // BAR1 access: latency, bandwidth, completion size, RCB
-  dma::requester_params copy;    // the copy engine's MPS, MRRS, tags
+  dma::memory_timing vram;     // BAR1 access: latency, bandwidth, completion size, RCB
+  dma::requester_params copy;  // the copy engine's MPS, MRRS, tags
 };
 
 struct gpu_stats {
   uint64_t bar1_writes = 0, bar1_reads = 0;
-  uint64_t bar1_unmapped = 0;    // accesses to unmapped BAR1 pages: refused
+  uint64_t bar1_unmapped = 0;  // accesses to unmapped BAR1 pages: refused
   uint64_t bar0_accesses = 0;
-  uint64_t unsupported = 0;      // requests that hit no BAR
+  uint64_t unsupported = 0;  // requests that hit no BAR
 };
 
 class gpu : public sc_core::sc_module, public link::tlp_handler {

@@ -11,7 +11,6 @@ namespace p2psim::link {
 
 using namespace sc_core;
 
-
 link_channel::link_channel(sc_module_name name, const channel_timing& timing,
                            const pcie::credit_limits& receiver_credits)
     : sc_module(name), in("in"), out("out"), m_timing(timing), m_credits(receiver_credits) {
@@ -57,7 +56,8 @@ link_channel::entry* link_channel::pick(uint64_t now, uint64_t& wake) {
   for (auto& q : m_queue)
     if (!q.empty()) heads[n++] = &q.front();
   for (int i = 1; i < n; ++i)  // at most three heads: order them by age
-    for (int j = i; j > 0 && heads[j]->seq < heads[j - 1]->seq; --j) std::swap(heads[j], heads[j - 1]);
+    for (int j = i; j > 0 && heads[j]->seq < heads[j - 1]->seq; --j)
+      std::swap(heads[j], heads[j - 1]);
   for (int i = 0; i < n; ++i) {
     entry* e = heads[i];
     if (e->ready_ps > now) {  // still inside the sender's pipeline: not here yet
@@ -81,9 +81,9 @@ void link_channel::start(entry e, uint64_t now) {
   auto& gp = *e.gp;
   auto& h = hdr(gp);
   m_credits.consume(pcie::fc_class_of(h.type), pcie::credit_cost_of(h));
-  uint64_t bytes = m_timing.pcie_framing ? pcie::wire_bytes(h)
-                                         : (pcie::has_data(h.type) ? h.length : 0) +
-                                               m_timing.packet_overhead;
+  uint64_t bytes = m_timing.pcie_framing
+                       ? pcie::wire_bytes(h)
+                       : (pcie::has_data(h.type) ? h.length : 0) + m_timing.packet_overhead;
   if (m_timing.ecrc && m_timing.pcie_framing && !h.ecrc) bytes += 4;  // TLP digest
   const uint64_t tlp_bytes = bytes;
   // ACK and UpdateFC DLLPs take 8 of every ack_limit (fc_limit) bytes of this direction's
@@ -124,7 +124,9 @@ void link_channel::start(entry e, uint64_t now) {
   in->nb_transport_bw(gp, bw, zero);
 }
 
-void link_channel::wake_at(uint64_t t, uint64_t now) { m_wake.notify(ps(t > now ? t - now : 0)); }
+void link_channel::wake_at(uint64_t t, uint64_t now) {
+  m_wake.notify(ps(t > now ? t - now : 0));
+}
 
 void link_channel::pump() {
   m_pumping = true;

@@ -5,12 +5,12 @@
 // latency later. Both directions of a pcie_link or qpi_link are link_channels.
 #pragma once
 
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
 #include <deque>
 #include <string>
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
 
 #include "models/pcie/credits.h"
 #include "models/pcie/tlp.h"
@@ -18,20 +18,20 @@
 namespace p2psim::link {
 
 struct channel_timing {
-  double ps_per_byte = 0;      // 1 / raw bandwidth
-  uint64_t latency_ps = 0;     // propagation, one way
-  bool pcie_framing = true;    // PCIe: framing + header + ECRC; else packet_overhead per TLP
-  bool ecrc = false;           // every TLP on this link carries a 4-byte TLP digest
+  double ps_per_byte = 0;    // 1 / raw bandwidth
+  uint64_t latency_ps = 0;   // propagation, one way
+  bool pcie_framing = true;  // PCIe: framing + header + ECRC; else packet_overhead per TLP
+  bool ecrc = false;         // every TLP on this link carries a 4-byte TLP digest
   uint32_t packet_overhead = 0;
-  uint32_t ack_limit = 0;      // bytes between ACK DLLPs (0: none)
-  uint32_t fc_limit = 0;       // bytes between UpdateFC DLLPs (0: none)
-  double skip_fraction = 0;    // share of symbol times spent on SKIP ordered sets
+  uint32_t ack_limit = 0;    // bytes between ACK DLLPs (0: none)
+  uint32_t fc_limit = 0;     // bytes between UpdateFC DLLPs (0: none)
+  double skip_fraction = 0;  // share of symbol times spent on SKIP ordered sets
 };
 
 struct channel_stats {
   uint64_t tlps = 0;
   uint64_t payload_bytes = 0;
-  uint64_t wire_bytes = 0;     // TLPs plus the DLLPs charged to this direction
+  uint64_t wire_bytes = 0;  // TLPs plus the DLLPs charged to this direction
   uint64_t dllps = 0;
   uint64_t busy_ps = 0;        // time the serializer was sending
   uint64_t credit_stalls = 0;  // times the head TLP waited for credits
@@ -40,8 +40,8 @@ struct channel_stats {
 
 class link_channel : public sc_core::sc_module {
  public:
-  tlm_utils::simple_target_socket<link_channel> in;     // from the transmitting port
-  tlm_utils::simple_initiator_socket<link_channel> out; // to the receiving port
+  tlm_utils::simple_target_socket<link_channel> in;      // from the transmitting port
+  tlm_utils::simple_initiator_socket<link_channel> out;  // to the receiving port
 
   link_channel(sc_core::sc_module_name name, const channel_timing& timing,
                const pcie::credit_limits& receiver_credits);

@@ -22,7 +22,9 @@ pcie_link::pcie_link(sc_module_name name, const pcie_link_params& p)
   m_up = std::make_unique<link_channel>("up", t, p.up_credits);
 }
 
-double pcie_link::raw_gbs() const { return pcie::raw_gbs(m_params.gen, m_params.width); }
+double pcie_link::raw_gbs() const {
+  return pcie::raw_gbs(m_params.gen, m_params.width);
+}
 
 void pcie_link::connect(pcie_port& upstream, pcie_port& downstream) {
   upstream.tx.bind(m_down->in);

@@ -16,9 +16,9 @@ struct pcie_link_params {
   int gen = 3;
   int width = 16;
   double latency_ns = 5;
-  bool ecrc = false;        // TLPs carry ECRC (+4 bytes each)
-  uint32_t mps = 256;       // selects the spec's DLLP-rate table column
-  uint32_t ack_limit = 0;   // 0: the spec's table value
+  bool ecrc = false;       // TLPs carry ECRC (+4 bytes each)
+  uint32_t mps = 256;      // selects the spec's DLLP-rate table column
+  uint32_t ack_limit = 0;  // 0: the spec's table value
   uint32_t fc_limit = 0;
   pcie::credit_limits down_credits;  // what the downstream component's receiver advertises
   pcie::credit_limits up_credits;    // what the upstream component's receiver advertises

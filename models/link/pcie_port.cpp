@@ -5,7 +5,11 @@ namespace p2psim::link {
 using namespace sc_core;
 
 pcie_port::pcie_port(sc_module_name name, tlp_handler& owner, int index)
-    : sc_module(name), tx("tx"), rx("rx"), m_owner(owner), m_index(index),
+    : sc_module(name),
+      tx("tx"),
+      rx("rx"),
+      m_owner(owner),
+      m_index(index),
       m_arrivals(this, &pcie_port::arrive) {
   rx.register_nb_transport_fw(this, &pcie_port::rx_fw);
   tx.register_nb_transport_bw(this, &pcie_port::tx_bw);

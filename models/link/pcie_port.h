@@ -9,11 +9,11 @@
 // Completions are TLPs of their own, so BEGIN_RESP is never used.
 #pragma once
 
-#include <systemc>
-#include <tlm>
 #include <tlm_utils/peq_with_cb_and_phase.h>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
+#include <systemc>
+#include <tlm>
 
 namespace p2psim::link {
 

@@ -12,10 +12,10 @@ namespace p2psim::link {
 struct stream_record {
   uint64_t expected_bytes = 0;
   uint64_t landed_bytes = 0;
-  uint64_t failed_bytes = 0;   // refused: Unsupported Request, Completer Abort, unmapped
-  uint64_t submit_ps = 0;      // the job was handed to the engine
-  uint64_t first_start_ps = 0; // its first TLP started on the wire (0: not yet)
-  uint64_t last_land_ps = 0;   // its last byte was stored
+  uint64_t failed_bytes = 0;    // refused: Unsupported Request, Completer Abort, unmapped
+  uint64_t submit_ps = 0;       // the job was handed to the engine
+  uint64_t first_start_ps = 0;  // its first TLP started on the wire (0: not yet)
+  uint64_t last_land_ps = 0;    // its last byte was stored
   bool finished() const { return landed_bytes + failed_bytes >= expected_bytes; }
 };
 
@@ -37,7 +37,11 @@ class stream_log {
   sc_core::sc_event m_finished;
 };
 
-inline uint64_t now_ps() { return sc_core::sc_time_stamp().value() / sc_core::sc_time(1, sc_core::SC_PS).value(); }
-inline sc_core::sc_time ps(uint64_t v) { return sc_core::sc_time(double(v), sc_core::SC_PS); }
+inline uint64_t now_ps() {
+  return sc_core::sc_time_stamp().value() / sc_core::sc_time(1, sc_core::SC_PS).value();
+}
+inline sc_core::sc_time ps(uint64_t v) {
+  return sc_core::sc_time(double(v), sc_core::SC_PS);
+}
 
 }  // namespace p2psim::link

@@ -36,7 +36,9 @@ tlp_txn& tlp_pool::make(const pcie::tlp_header& h, uint32_t stream) {
   return *t;
 }
 
-void tlp_pool::free(tlm::tlm_generic_payload* gp) { m_free.push_back(static_cast<tlp_txn*>(gp)); }
+void tlp_pool::free(tlm::tlm_generic_payload* gp) {
+  m_free.push_back(static_cast<tlp_txn*>(gp));
+}
 
 tlp_pool::~tlp_pool() {
   for (tlp_txn* t : m_all) delete t;

@@ -31,9 +31,15 @@ class tlp_txn : public tlm::tlm_generic_payload {
   std::vector<uint8_t> bytes;
 };
 
-inline tlp_txn& txn(tlm::tlm_generic_payload& gp) { return static_cast<tlp_txn&>(gp); }
-inline pcie::tlp_header& hdr(tlm::tlm_generic_payload& gp) { return txn(gp).ext.hdr; }
-inline pcie::tlp_meta& meta(tlm::tlm_generic_payload& gp) { return txn(gp).ext.meta; }
+inline tlp_txn& txn(tlm::tlm_generic_payload& gp) {
+  return static_cast<tlp_txn&>(gp);
+}
+inline pcie::tlp_header& hdr(tlm::tlm_generic_payload& gp) {
+  return txn(gp).ext.hdr;
+}
+inline pcie::tlp_meta& meta(tlm::tlm_generic_payload& gp) {
+  return txn(gp).ext.meta;
+}
 
 class tlp_pool : public tlm::tlm_mm_interface {
  public:

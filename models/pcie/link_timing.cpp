@@ -45,13 +45,20 @@ constexpr limit_table fc_gen2 = {{{288, 467, 610, 1122, 2146, 4194},
 
 int width_row(int width) {
   switch (width) {
-    case 1: return 0;
-    case 2: return 1;
-    case 4: return 2;
-    case 8: return 3;
-    case 12: return 3;  // the tables used here have no x12 row: x8's (more DLLPs) stands in
-    case 16: return 4;
-    case 32: return 5;
+    case 1:
+      return 0;
+    case 2:
+      return 1;
+    case 4:
+      return 2;
+    case 8:
+      return 3;
+    case 12:
+      return 3;  // the tables used here have no x12 row: x8's (more DLLPs) stands in
+    case 16:
+      return 4;
+    case 32:
+      return 5;
   }
   throw std::invalid_argument("PCIe link width must be 1, 2, 4, 8, 12, 16 or 32");
 }
@@ -68,23 +75,32 @@ uint32_t lookup(const limit_table& t, int width, uint32_t mps) {
 
 }  // namespace
 
-bool valid_gen(int gen) { return gen >= 1 && gen <= 5; }
+bool valid_gen(int gen) {
+  return gen >= 1 && gen <= 5;
+}
 bool valid_width(int w) {
   return w == 1 || w == 2 || w == 4 || w == 8 || w == 12 || w == 16 || w == 32;
 }
 
 double transfer_rate_gts(int gen) {
   switch (gen) {
-    case 1: return 2.5;
-    case 2: return 5.0;
-    case 3: return 8.0;
-    case 4: return 16.0;
-    case 5: return 32.0;
+    case 1:
+      return 2.5;
+    case 2:
+      return 5.0;
+    case 3:
+      return 8.0;
+    case 4:
+      return 16.0;
+    case 5:
+      return 32.0;
   }
   throw std::invalid_argument("PCIe generation must be 1 to 5");
 }
 
-double encoding_efficiency(int gen) { return gen <= 2 ? 8.0 / 10.0 : 128.0 / 130.0; }
+double encoding_efficiency(int gen) {
+  return gen <= 2 ? 8.0 / 10.0 : 128.0 / 130.0;
+}
 
 double raw_gbs(int gen, int width) {
   if (!valid_width(width)) width_row(width);  // throws with the message
@@ -94,9 +110,12 @@ double raw_gbs(int gen, int width) {
 uint32_t header_bytes(tlp_type type, bool addr64) {
   switch (type) {
     case tlp_type::mwr:
-    case tlp_type::mrd: return addr64 ? 16 : 12;
-    case tlp_type::msg: return 16;
-    default: return 12;
+    case tlp_type::mrd:
+      return addr64 ? 16 : 12;
+    case tlp_type::msg:
+      return 16;
+    default:
+      return 12;
   }
 }
 
@@ -123,8 +142,7 @@ double tlp_layer_gbs(int gen, int width, uint32_t ack_limit, uint32_t fc_limit) 
 }
 
 double tlp_layer_gbs(int gen, int width, uint32_t mps) {
-  return tlp_layer_gbs(gen, width, spec_ack_limit(gen, width, mps),
-                       spec_fc_limit(gen, width, mps));
+  return tlp_layer_gbs(gen, width, spec_ack_limit(gen, width, mps), spec_fc_limit(gen, width, mps));
 }
 
 double analytic_write_gbs(int gen, int width, uint32_t mps, uint64_t bytes, bool addr64) {
@@ -141,20 +159,28 @@ double analytic_read_gbs(int gen, int width, uint32_t mps, uint64_t bytes, uint3
 
 const char* to_string(tlp_type t) {
   switch (t) {
-    case tlp_type::mwr: return "MWr";
-    case tlp_type::mrd: return "MRd";
-    case tlp_type::cpl: return "Cpl";
-    case tlp_type::cpld: return "CplD";
-    case tlp_type::msg: return "Msg";
+    case tlp_type::mwr:
+      return "MWr";
+    case tlp_type::mrd:
+      return "MRd";
+    case tlp_type::cpl:
+      return "Cpl";
+    case tlp_type::cpld:
+      return "CplD";
+    case tlp_type::msg:
+      return "Msg";
   }
   return "?";
 }
 
 const char* to_string(cpl_status s) {
   switch (s) {
-    case cpl_status::sc: return "SC";
-    case cpl_status::ur: return "UR";
-    case cpl_status::ca: return "CA";
+    case cpl_status::sc:
+      return "SC";
+    case cpl_status::ur:
+      return "UR";
+    case cpl_status::ca:
+      return "CA";
   }
   return "?";
 }

@@ -9,8 +9,8 @@
 
 namespace p2psim::pcie {
 
-inline constexpr uint32_t framing_bytes = 8;  // STP/END framing + sequence number + LCRC
-inline constexpr uint32_t dllp_bytes = 8;     // one ACK or UpdateFC DLLP on the wire
+inline constexpr uint32_t framing_bytes = 8;           // STP/END framing + sequence number + LCRC
+inline constexpr uint32_t dllp_bytes = 8;              // one ACK or UpdateFC DLLP on the wire
 inline constexpr double skip_fraction = 4.0 / 1538.0;  // SKIP ordered sets (clock compensation)
 
 bool valid_gen(int gen);

@@ -5,17 +5,23 @@ namespace p2psim::pcie {
 order_class order_class_of(tlp_type t) {
   switch (t) {
     case tlp_type::mwr:
-    case tlp_type::msg: return order_class::posted;
-    case tlp_type::mrd: return order_class::read_request;
-    default: return order_class::completion;
+    case tlp_type::msg:
+      return order_class::posted;
+    case tlp_type::mrd:
+      return order_class::read_request;
+    default:
+      return order_class::completion;
   }
 }
 
 const char* to_string(passing p) {
   switch (p) {
-    case passing::no: return "No";
-    case passing::yes: return "Yes";
-    case passing::either: return "Y/N";
+    case passing::no:
+      return "No";
+    case passing::yes:
+      return "Yes";
+    case passing::either:
+      return "Y/N";
   }
   return "?";
 }
@@ -46,7 +52,8 @@ passing may_pass(const tlp_header& later, const tlp_header& earlier) {
     case order_class::posted:  // P passes NPR and NPW: Yes; P-Cpl a: Y/N
       return col == order_class::completion ? passing::either : passing::yes;
     case order_class::read_request:
-    case order_class::nonposted_write: return passing::either;
+    case order_class::nonposted_write:
+      return passing::either;
     case order_class::completion:
       if (col == order_class::completion) {
         // Completions of one request (same transaction ID) stay in address order.

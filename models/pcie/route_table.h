@@ -13,8 +13,8 @@ namespace p2psim::pcie {
 
 struct port_route {
   int port = 0;
-  std::vector<window> mmio;       // address windows behind the port
-  uint8_t bus_lo = 1, bus_hi = 0; // bus range behind it (empty when lo > hi)
+  std::vector<window> mmio;        // address windows behind the port
+  uint8_t bus_lo = 1, bus_hi = 0;  // bus range behind it (empty when lo > hi)
 };
 
 class route_table {

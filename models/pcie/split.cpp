@@ -7,13 +7,15 @@ namespace p2psim::pcie {
 namespace {
 constexpr uint64_t page_4k = 4096;
 
-uint64_t next_boundary(uint64_t addr, uint64_t align) { return (addr / align + 1) * align; }
+uint64_t next_boundary(uint64_t addr, uint64_t align) {
+  return (addr / align + 1) * align;
+}
 }  // namespace
 
 chunk request_splitter::next() {
   if (m_left == 0) throw std::logic_error("request_splitter: no bytes left");
-  uint64_t end = std::min({m_addr + m_left, next_boundary(m_addr, m_max),
-                           next_boundary(m_addr, page_4k)});
+  uint64_t end =
+      std::min({m_addr + m_left, next_boundary(m_addr, m_max), next_boundary(m_addr, page_4k)});
   // max_bytes is a power of two no larger than 4 KiB, so its boundaries include 4 KiB's.
   chunk c{m_addr, uint32_t(end - m_addr)};
   m_addr = end;

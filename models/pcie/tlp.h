@@ -24,20 +24,25 @@ enum class cpl_status : uint8_t { sc, ur, ca };  // Successful, Unsupported Requ
 inline fc_class fc_class_of(tlp_type t) {
   switch (t) {
     case tlp_type::mwr:
-    case tlp_type::msg: return fc_class::posted;
-    case tlp_type::mrd: return fc_class::non_posted;
-    default: return fc_class::completion;
+    case tlp_type::msg:
+      return fc_class::posted;
+    case tlp_type::mrd:
+      return fc_class::non_posted;
+    default:
+      return fc_class::completion;
   }
 }
-inline bool has_data(tlp_type t) { return t == tlp_type::mwr || t == tlp_type::cpld; }
+inline bool has_data(tlp_type t) {
+  return t == tlp_type::mwr || t == tlp_type::cpld;
+}
 const char* to_string(tlp_type t);
 const char* to_string(cpl_status s);
 
 struct tlp_attrs {
-  bool relaxed_ordering = false;  // RO
-  bool id_based_ordering = false; // IDO
-  bool no_snoop = false;          // NS
-  uint8_t traffic_class = 0;      // TC0..7
+  bool relaxed_ordering = false;   // RO
+  bool id_based_ordering = false;  // IDO
+  bool no_snoop = false;           // NS
+  uint8_t traffic_class = 0;       // TC0..7
 };
 
 struct tlp_header {
@@ -51,15 +56,15 @@ struct tlp_header {
   uint8_t lower_address = 0;  // completions: address[6:0] of the first byte
   cpl_status status = cpl_status::sc;
   tlp_attrs attrs;
-  bool ecrc = false;          // TLP digest present
+  bool ecrc = false;                                       // TLP digest present
   bool addr64() const { return address > 0xFFFFFFFFull; }  // 4DW header for 64-bit addresses
 };
 
 // Simulation bookkeeping that travels with a TLP; not on the wire.
 struct tlp_meta {
-  uint64_t serial = 0;        // creation order, unique per run
-  uint32_t stream = 0;        // which DMA stream it belongs to (for statistics)
-  uint64_t last_ser_ps = 0;   // serialization time on the last link (cut-through switches)
+  uint64_t serial = 0;       // creation order, unique per run
+  uint32_t stream = 0;       // which DMA stream it belongs to (for statistics)
+  uint64_t last_ser_ps = 0;  // serialization time on the last link (cut-through switches)
 };
 
 }  // namespace p2psim::pcie

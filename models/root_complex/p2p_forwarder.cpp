@@ -10,9 +10,12 @@ namespace p2psim::root_complex {
 
 p2p_forwarder::p2p_forwarder(const forwarding_params& p, forward_ports& ports,
                              uint64_t base_latency_ps, uint16_t tag_base)
-    : m_params(p), m_ports(ports),
+    : m_params(p),
+      m_ports(ports),
       m_latency_ps(base_latency_ps + uint64_t(p.latency_ns * 1000 + 0.5)),
-      m_write_cap(p.write.bandwidth_gbs), m_read_cap(p.read.bandwidth_gbs), m_tag_base(tag_base) {}
+      m_write_cap(p.write.bandwidth_gbs),
+      m_read_cap(p.read.bandwidth_gbs),
+      m_tag_base(tag_base) {}
 
 bool p2p_forwarder::proxies_reads() const {
   return m_params.tlp_bytes || m_params.read.outstanding || m_params.read.bandwidth_gbs > 0;
@@ -87,7 +90,8 @@ void p2p_forwarder::issue_reads() {
       if (m_tags.empty()) return;
       uint64_t stop = r->end;
       if (m_params.tlp_bytes)
-        stop = std::min<uint64_t>(stop, (r->next_issue / m_params.tlp_bytes + 1) * m_params.tlp_bytes);
+        stop =
+            std::min<uint64_t>(stop, (r->next_issue / m_params.tlp_bytes + 1) * m_params.tlp_bytes);
       pcie::tlp_header h;
       h.type = pcie::tlp_type::mrd;
       h.address = r->next_issue;

@@ -26,13 +26,13 @@ namespace p2psim::root_complex {
 
 struct p2p_policy {
   bool routed = true;
-  double bandwidth_gbs = 0;   // 0: no cap
-  uint32_t outstanding = 0;   // reads only; 0: no limit
+  double bandwidth_gbs = 0;  // 0: no cap
+  uint32_t outstanding = 0;  // reads only; 0: no limit
 };
 
 struct forwarding_params {
   p2p_policy write, read;
-  uint32_t tlp_bytes = 0;     // 0: forward TLPs as they are
+  uint32_t tlp_bytes = 0;  // 0: forward TLPs as they are
   double latency_ns = 0;
 };
 

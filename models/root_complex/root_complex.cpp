@@ -11,15 +11,18 @@ namespace p2psim::root_complex {
 using namespace sc_core;
 
 root_complex::root_complex(sc_module_name name, const rc_params& p, link::stream_log& log)
-    : sc_module(name), m_params(p), m_log(log), m_memory(p.memory.size),
+    : sc_module(name),
+      m_params(p),
+      m_log(log),
+      m_memory(p.memory.size),
       m_memory_port(m_memory, p.memory_timing, p.bdf, log),
       m_p2p(p.p2p, *this, uint64_t(p.latency_ns * 1000 + 0.5), 0),
       m_remote_p2p(p.remote_p2p, *this, uint64_t(p.latency_ns * 1000 + 0.5),
                    p2p_forwarder::proxy_tags),
       m_latency_ps(uint64_t(p.latency_ns * 1000 + 0.5)) {
   for (int i = 0; i < p.root_ports + p.interconnect_ports; ++i) {
-    std::string n = i < p.root_ports ? "rp" + std::to_string(i)
-                                     : "qpi" + std::to_string(i - p.root_ports);
+    std::string n =
+        i < p.root_ports ? "rp" + std::to_string(i) : "qpi" + std::to_string(i - p.root_ports);
     m_ports.push_back(std::make_unique<link::pcie_port>(n.c_str(), *this, i));
   }
 }
@@ -128,7 +131,9 @@ void root_complex::send(int port, tlm::tlm_generic_payload& gp, uint64_t delay_p
   m_ports[port]->send(gp, link::ps(delay_ps));
 }
 
-void root_complex::release(int port, tlm::tlm_generic_payload& gp) { m_ports[port]->release(gp); }
+void root_complex::release(int port, tlm::tlm_generic_payload& gp) {
+  m_ports[port]->release(gp);
+}
 
 void root_complex::sent(int, tlm::tlm_generic_payload& gp) {
   auto& ext = link::txn(gp).ext;

@@ -20,12 +20,12 @@
 namespace p2psim::root_complex {
 
 struct rc_params {
-  uint16_t bdf = 0;               // the root complex's own requester / completer ID
-  pcie::window memory;            // local DRAM in the physical address map
+  uint16_t bdf = 0;     // the root complex's own requester / completer ID
+  pcie::window memory;  // local DRAM in the physical address map
   dma::memory_timing memory_timing;
-  double latency_ns = 100;        // port to port, port to memory controller
-  forwarding_params p2p;          // between root ports of this socket
-  forwarding_params remote_p2p;   // device requests for a peer on another socket
+  double latency_ns = 100;       // port to port, port to memory controller
+  forwarding_params p2p;         // between root ports of this socket
+  forwarding_params remote_p2p;  // device requests for a peer on another socket
   int root_ports = 1;
   int interconnect_ports = 0;
 };
@@ -36,9 +36,7 @@ struct rc_stats {
   uint64_t unsupported = 0, unexpected_completions = 0;
 };
 
-class root_complex : public sc_core::sc_module,
-                     public link::tlp_handler,
-                     private forward_ports {
+class root_complex : public sc_core::sc_module, public link::tlp_handler, private forward_ports {
  public:
   root_complex(sc_core::sc_module_name name, const rc_params& p, link::stream_log& log);
   link::pcie_port& root_port(int i) { return *m_ports[i]; }

@@ -17,6 +17,7 @@ pcie_switch::pcie_switch(sc_module_name name, const switch_params& p)
     std::string n = i == 0 ? "up" : "down" + std::to_string(i - 1);
     m_ports.push_back(std::make_unique<link::pcie_port>(n.c_str(), *this, i));
   }
+  m_stats.ingress.resize(m_ports.size());
 }
 
 void pcie_switch::set_route(int i, std::vector<pcie::window> mmio, uint8_t lo, uint8_t hi) {
@@ -32,9 +33,9 @@ int pcie_switch::route(int in, tlm::tlm_generic_payload& gp) {
     return out == in ? -1 : out;
   }
   int out = m_routes.by_address(h.address);
-  if (in == 0) return out;  // from above: only what a downstream port claims
-  if (out < 0) return 0;    // not below us: up
-  if (out == in) return -1; // a device addressing its own port's window
+  if (in == 0) return out;   // from above: only what a downstream port claims
+  if (out < 0) return 0;     // not below us: up
+  if (out == in) return -1;  // a device addressing its own port's window
   if (m_params.acs_redirect) {
     ++m_stats.redirected;
     return 0;
@@ -60,18 +61,23 @@ void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
   }
   ++m_stats.forwarded;
   link::txn(gp).ext.ingress_port = in;
+  auto& occ = m_stats.ingress[in];
+  const int c = int(pcie::fc_class_of(h.type));
+  occ.max[c] = std::max(occ.max[c], ++occ.now[c]);
   // Cut-through: the egress may start `latency` after the header came in, i.e. the
   // serialization time of the TLP earlier than its tail (which is now).
   uint64_t ser = link::meta(gp).last_ser_ps;
-  uint64_t wait = m_params.cut_through ? (m_latency_ps > ser ? m_latency_ps - ser : 0)
-                                       : m_latency_ps;
+  uint64_t wait =
+      m_params.cut_through ? (m_latency_ps > ser ? m_latency_ps - ser : 0) : m_latency_ps;
   m_ports[out]->send(gp, link::ps(wait));
 }
 
 void pcie_switch::sent(int, tlm::tlm_generic_payload& gp) {
   // The TLP left the switch: its ingress buffer is free again.
   int in = link::txn(gp).ext.ingress_port;
-  if (in >= 0) m_ports[in]->release(gp);
+  if (in < 0) return;  // a completion the switch itself made
+  --m_stats.ingress[in].now[int(pcie::fc_class_of(link::hdr(gp).type))];
+  m_ports[in]->release(gp);
 }
 
 }  // namespace p2psim::pcie_switch

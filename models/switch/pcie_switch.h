@@ -5,6 +5,7 @@
 // With ACS P2P Request Redirect, requests between downstream ports go up to the root complex.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -12,22 +13,29 @@
 
 #include "models/link/pcie_port.h"
 #include "models/pcie/route_table.h"
+#include "models/pcie/tlp.h"
 
 namespace p2psim::pcie_switch {
 
 struct switch_params {
   int downstream_ports = 2;
-  double latency_ns = 110;    // header in to header out
-  bool cut_through = true;    // false: store-and-forward (the tail must be in first)
+  double latency_ns = 110;  // header in to header out
+  bool cut_through = true;  // false: store-and-forward (the tail must be in first)
   bool acs_redirect = false;
-  uint16_t bdf = 0;           // ID of the upstream port, for the completions it originates
+  uint16_t bdf = 0;  // ID of the upstream port, for the completions it originates
+};
+
+// Occupancy of one port's ingress buffer, in TLPs, per flow-control class.
+struct ingress_occupancy {
+  std::array<uint32_t, pcie::fc_class_count> now{}, max{};
 };
 
 struct switch_stats {
   uint64_t forwarded = 0;
-  uint64_t redirected = 0;    // ACS: peer requests sent up instead of across
-  uint64_t unsupported = 0;   // requests no port claims
+  uint64_t redirected = 0;   // ACS: peer requests sent up instead of across
+  uint64_t unsupported = 0;  // requests no port claims
   uint64_t unexpected_completions = 0;
+  std::vector<ingress_occupancy> ingress;  // per port: up, down0, down1, ...
 };
 
 class pcie_switch : public sc_core::sc_module, public link::tlp_handler {

@@ -13,9 +13,12 @@ namespace {
 
 const char* class_name(int c) {
   switch (c) {
-    case 1: return "PCIe switches only";
-    case 2: return "single CPU/IOH";
-    case 3: return "CPU/IOH <-> QPI/UPI <-> CPU/IOH";
+    case 1:
+      return "PCIe switches only";
+    case 2:
+      return "single CPU/IOH";
+    case 3:
+      return "CPU/IOH <-> QPI/UPI <-> CPU/IOH";
   }
   return "-";
 }
@@ -76,8 +79,8 @@ void print_run(std::ostream& os, const run_result& r) {
     std::string size = fmt::format("{} B", r.latency.front().bytes);
     matrix(os, "P2P write latency (us), " + size + ", initiator (row) -> target (column)", names,
            wl, 2);
-    matrix(os, "P2P read latency (us), " + size + ", initiator (row) reads target (column)",
-           names, rl, 2);
+    matrix(os, "P2P read latency (us), " + size + ", initiator (row) reads target (column)", names,
+           rl, 2);
   }
   os << fmt::format("Simulated {:.3f} ms, {} TLPs, {:.2f} s wall ({:.0f} TLPs/s)\n",
                     r.simulated_ns / 1e6, r.tlps, r.wall_seconds,
@@ -101,7 +104,8 @@ void print_comparison(std::ostream& os, const std::vector<run_result>& runs) {
   }
   size_t tw = 10;
   for (const auto& r : runs) tw = std::max(tw, r.topology.size() + 2);
-  os << "=== P2P across the GPUDirect RDMA topology classes (GB/s with GB = 1e9 B; latency in us)\n";
+  os << "=== P2P across the GPUDirect RDMA topology classes (GB/s with GB = 1e9 B; latency in "
+        "us)\n";
   os << fmt::format("{:<{}}{:<6}{:<36}", "topology", tw, "path", "class");
   for (const auto& t : transfers) os << fmt::format("{:>12}", t);
   for (const auto& p : probes) os << fmt::format("{:>12}", p);
@@ -118,7 +122,8 @@ void print_comparison(std::ostream& os, const std::vector<run_result>& runs) {
     for (const auto& t : transfers) {
       auto it = std::find_if(r.bandwidth.begin(), r.bandwidth.end(),
                              [&](const auto& b) { return b.transfer == t; });
-      os << (it == r.bandwidth.end() ? fmt::format("{:>12}", "-") : fmt::format("{:>12.2f}", it->gbps));
+      os << (it == r.bandwidth.end() ? fmt::format("{:>12}", "-")
+                                     : fmt::format("{:>12.2f}", it->gbps));
     }
     for (const auto& p : probes) {
       auto it = std::find_if(r.latency.begin(), r.latency.end(),

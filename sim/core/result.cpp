@@ -12,15 +12,27 @@ json to_json(const run_result& r) {
   j["description"] = r.description;
   j["bandwidth"] = json::array();
   for (const auto& b : r.bandwidth)
-    j["bandwidth"].push_back({{"transfer", b.transfer}, {"src", b.src}, {"dst", b.dst},
-                              {"op", b.op}, {"bytes", b.bytes}, {"gbps", b.gbps},
-                              {"seconds", b.seconds}, {"failed_bytes", b.failed_bytes},
-                              {"mismatched_bytes", b.mismatched_bytes}, {"path", b.path},
-                              {"class", b.topology_class}, {"topology", r.topology}});
+    j["bandwidth"].push_back({{"transfer", b.transfer},
+                              {"src", b.src},
+                              {"dst", b.dst},
+                              {"op", b.op},
+                              {"bytes", b.bytes},
+                              {"gbps", b.gbps},
+                              {"seconds", b.seconds},
+                              {"failed_bytes", b.failed_bytes},
+                              {"mismatched_bytes", b.mismatched_bytes},
+                              {"path", b.path},
+                              {"class", b.topology_class},
+                              {"topology", r.topology}});
   j["latency"] = json::array();
   for (const auto& l : r.latency)
-    j["latency"].push_back({{"src", l.src}, {"dst", l.dst}, {"op", l.op}, {"bytes", l.bytes},
-                            {"samples", l.samples}, {"ns", l.ns}, {"topology", r.topology}});
+    j["latency"].push_back({{"src", l.src},
+                            {"dst", l.dst},
+                            {"op", l.op},
+                            {"bytes", l.bytes},
+                            {"samples", l.samples},
+                            {"ns", l.ns},
+                            {"topology", r.topology}});
   j["sim"] = {{"simulated_ns", r.simulated_ns}, {"wall_seconds", r.wall_seconds}, {"tlps", r.tlps}};
   j["stats"] = r.stats;
   j["errors"] = r.errors;

@@ -12,27 +12,27 @@ namespace p2psim::core {
 
 struct bandwidth_result {
   std::string transfer;
-  std::string src, dst;   // initiator, target
-  std::string op;         // "write" | "read", seen from the initiator
-  uint64_t bytes = 0;     // moved and verified
-  double gbps = 0;        // GB/s, GB = 1e9 bytes
-  double seconds = 0;     // simulated time the bytes took
+  std::string src, dst;           // initiator, target
+  std::string op;                 // "write" | "read", seen from the initiator
+  uint64_t bytes = 0;             // moved and verified
+  double gbps = 0;                // GB/s, GB = 1e9 bytes
+  double seconds = 0;             // simulated time the bytes took
   uint64_t failed_bytes = 0;      // refused by the fabric (UR / CA / unmapped)
   uint64_t mismatched_bytes = 0;  // arrived but differ from the source
-  std::string path;       // nvidia-smi class of the path (PIX ... SYS), "" if not device-device
-  int topology_class = 0; // GPUDirect RDMA 13.3, 5.4: 1, 2 or 3
+  std::string path;        // nvidia-smi class of the path (PIX ... SYS), "" if not device-device
+  int topology_class = 0;  // GPUDirect RDMA 13.3, 5.4: 1, 2 or 3
 };
 
 struct latency_result {
   std::string src, dst, op;
   uint64_t bytes = 0;
   int samples = 0;
-  double ns = 0;          // mean, first TLP out to last byte stored
+  double ns = 0;  // mean, first TLP out to last byte stored
 };
 
 struct run_result {
   std::string scenario;
-  std::string topology;       // name
+  std::string topology;  // name
   std::string topology_file;
   std::string description;
   std::vector<bandwidth_result> bandwidth;

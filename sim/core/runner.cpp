@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "sim/config/error.h"
 #include "models/link/tlp_txn.h"
+#include "sim/config/error.h"
 #include "sim/core/endpoints.h"
 #include "sim/core/stats_dump.h"
 #include "sim/core/system.h"
@@ -23,7 +23,9 @@ using namespace sc_core;
 namespace {
 
 constexpr uint64_t slot_align = 64 * 1024;
-uint64_t slot_bytes(uint64_t size) { return (size + slot_align - 1) / slot_align * slot_align; }
+uint64_t slot_bytes(uint64_t size) {
+  return (size + slot_align - 1) / slot_align * slot_align;
+}
 
 // A reproducible byte pattern (xorshift64*), different for every transfer, repetition, stream.
 class pattern {
@@ -146,8 +148,9 @@ class driver : public sc_module {
       uint64_t off = uint64_t(i) * slot_bytes(size);
       auto& reg = *regions[i];
       if (r.failed_bytes == 0) {  // everything landed: it must equal the source
-        o.mismatched += t.write ? count_mismatches(init.local(), off, reg.store(), reg.offset(), size)
-                                : count_mismatches(reg.store(), reg.offset(), init.local(), off, size);
+        o.mismatched += t.write
+                            ? count_mismatches(init.local(), off, reg.store(), reg.offset(), size)
+                            : count_mismatches(reg.store(), reg.offset(), init.local(), off, size);
       } else if (r.landed_bytes == 0) {  // all refused: the destination must be untouched
         o.leaked += t.write ? count_changed(reg.store(), reg.offset(), size, ~(seed + i))
                             : count_changed(init.local(), off, size, ~(seed + i));
@@ -173,11 +176,11 @@ class driver : public sc_module {
     b.seconds = ps_total * 1e-12;
     b.gbps = ps_total ? double(b.bytes) / double(ps_total) * 1000.0 : 0;
     if (b.failed_bytes)
-      m_out.errors.push_back(fmt::format("{}: {} bytes refused by the fabric", t.name, b.failed_bytes));
-    if (b.mismatched_bytes)
       m_out.errors.push_back(
-          fmt::format("{}: {} bytes differ from what the destination should hold", t.name,
-                      b.mismatched_bytes));
+          fmt::format("{}: {} bytes refused by the fabric", t.name, b.failed_bytes));
+    if (b.mismatched_bytes)
+      m_out.errors.push_back(fmt::format(
+          "{}: {} bytes differ from what the destination should hold", t.name, b.mismatched_bytes));
     m_out.bandwidth.push_back(b);
   }
 
@@ -193,7 +196,8 @@ class driver : public sc_module {
       outcome o = move(t, m_sc.latency_size, 1, m_sc.seed + 7919 * i);
       total += o.t1 - o.t0;
       if (o.failed || o.mismatched)
-        m_out.errors.push_back(fmt::format("latency probe {} -> {} lost data", t.initiator, t.target));
+        m_out.errors.push_back(
+            fmt::format("latency probe {} -> {} lost data", t.initiator, t.target));
     }
     l.ns = double(total) / m_sc.latency_samples / 1000.0;
     m_out.latency.push_back(l);
@@ -225,12 +229,16 @@ std::string refusal_reason(const topo::topology& t, const topo::address_map& a,
   const char* op = x.write ? "write" : "read";
   if (type == topo::path_type::PHB || type == topo::path_type::NODE) {
     if (!(x.write ? plat.p2p_write : plat.p2p_read).routed)
-      return fmt::format("platform {} does not route peer-to-peer {}s between root ports: "
-                         "its root complex answers Unsupported Request", plat.name, op);
+      return fmt::format(
+          "platform {} does not route peer-to-peer {}s between root ports: "
+          "its root complex answers Unsupported Request",
+          plat.name, op);
   } else if (type == topo::path_type::SYS) {
     if (!(x.write ? plat.qpi_p2p_write : plat.qpi_p2p_read).routed)
-      return fmt::format("platform {} does not route peer-to-peer {}s across the socket "
-                         "interconnect: Unsupported Request", plat.name, op);
+      return fmt::format(
+          "platform {} does not route peer-to-peer {}s across the socket "
+          "interconnect: Unsupported Request",
+          plat.name, op);
   }
   return "";
 }
@@ -239,8 +247,9 @@ void check_scenario(const scenario& s, const topo::topology& t, const topo::addr
   for (const auto& x : s.transfers) {
     const auto* init = t.find_device(x.initiator);
     if (!init)
-      throw config::error(x.loc, "initiator",
-                          fmt::format("'{}' is not a GPU or DMA engine in {}", x.initiator, t.file));
+      throw config::error(
+          x.loc, "initiator",
+          fmt::format("'{}' is not a GPU or DMA engine in {}", x.initiator, t.file));
     const auto* dev = t.find_device(x.target);
     if (!dev && !t.find_socket(x.target))
       throw config::error(x.loc, "target",
@@ -256,11 +265,12 @@ void check_scenario(const scenario& s, const topo::topology& t, const topo::addr
           fmt::format("{} streams of {} bytes need {} bytes on {}, which exposes {} bytes{}",
                       x.concurrency, x.size, need, x.target, cap,
                       dev && dev->type == topo::device_type::gpu
-                          ? " (BAR1 less its driver-reserved region)" : ""));
+                          ? " (BAR1 less its driver-reserved region)"
+                          : ""));
     if (need > initiator_capacity(t, x.initiator))
-      throw config::error(x.loc, "size",
-                          fmt::format("{} bytes do not fit the local memory of {}", need,
-                                      x.initiator));
+      throw config::error(
+          x.loc, "size",
+          fmt::format("{} bytes do not fit the local memory of {}", need, x.initiator));
   }
 }
 

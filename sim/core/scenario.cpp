@@ -27,8 +27,9 @@ void reject_unknown(const config::node_reader& r, std::initializer_list<const ch
 }
 
 transfer_spec read_transfer(const config::node_reader& r, size_t index) {
-  reject_unknown(r, {"name", "initiator", "target", "op", "size", "count", "concurrency",
-                    "relaxed_ordering", "id_based_ordering", "no_snoop", "traffic_class", "map_bar1"});
+  reject_unknown(
+      r, {"name", "initiator", "target", "op", "size", "count", "concurrency", "relaxed_ordering",
+          "id_based_ordering", "no_snoop", "traffic_class", "map_bar1"});
   transfer_spec t;
   t.loc = r.loc();
   t.name = r.str("name", "transfer" + std::to_string(index));
@@ -52,7 +53,8 @@ transfer_spec read_transfer(const config::node_reader& r, size_t index) {
 
 }  // namespace
 
-scenario load_scenario(const std::string& path, const std::vector<config::override_spec>& overrides) {
+scenario load_scenario(const std::string& path,
+                       const std::vector<config::override_spec>& overrides) {
   config::document doc = config::document::load(path);
   for (const auto& o : overrides) apply_override(doc, o, config::override_rules{});
   config::node_reader r = doc.root();

@@ -15,15 +15,15 @@ namespace p2psim::core {
 
 struct transfer_spec {
   std::string name;
-  std::string initiator;      // a GPU (its copy engine) or a DMA engine
-  std::string target;         // a GPU (its BAR1), a DMA engine (its BAR2), a socket (memory)
-  bool write = true;          // seen from the initiator
-  uint64_t size = 0;          // bytes per stream and repetition
-  int count = 1;              // repetitions, back to back
-  int concurrency = 1;        // streams at once, each moving `size`
+  std::string initiator;  // a GPU (its copy engine) or a DMA engine
+  std::string target;     // a GPU (its BAR1), a DMA engine (its BAR2), a socket (memory)
+  bool write = true;      // seen from the initiator
+  uint64_t size = 0;      // bytes per stream and repetition
+  int count = 1;          // repetitions, back to back
+  int concurrency = 1;    // streams at once, each moving `size`
   pcie::tlp_attrs attrs;
-  bool map_bar1 = true;       // GPU target: map BAR1 pages onto VRAM first (false: the DMA
-                              // hits unmapped BAR1 pages, which the GPU refuses)
+  bool map_bar1 = true;  // GPU target: map BAR1 pages onto VRAM first (false: the DMA
+                         // hits unmapped BAR1 pages, which the GPU refuses)
   config::source_loc loc;
 };
 
@@ -31,19 +31,20 @@ struct scenario {
   std::string name;
   std::string description;
   std::string file;
-  std::vector<std::string> topologies;    // paths, resolved against the scenario's folder
+  std::vector<std::string> topologies;  // paths, resolved against the scenario's folder
   std::vector<config::source_loc> topology_locs;
   std::vector<transfer_spec> transfers;
   bool measure_bandwidth = true;
   bool measure_latency = true;
-  uint64_t latency_size = 4;              // bytes moved by a latency probe
+  uint64_t latency_size = 4;  // bytes moved by a latency probe
   int latency_samples = 8;
-  bool verify = true;                     // compare every byte after each transfer
-  uint64_t seed = 1;                      // data patterns
+  bool verify = true;  // compare every byte after each transfer
+  uint64_t seed = 1;   // data patterns
 };
 
 // Loads and checks a scenario file; `overrides` are the --set items that are not topology
 // paths (scenario paths such as `transfers.write.size=1MiB`).
-scenario load_scenario(const std::string& path, const std::vector<config::override_spec>& overrides);
+scenario load_scenario(const std::string& path,
+                       const std::vector<config::override_spec>& overrides);
 
 }  // namespace p2psim::core

@@ -42,6 +42,12 @@ json dump_stats(fabric_system& sys, uint64_t ns) {
                            {"acs_redirected_tlps", s.redirected},
                            {"unsupported_requests", s.unsupported},
                            {"unexpected_completions", s.unexpected_completions}};
+    for (size_t i = 0; i < s.ingress.size(); ++i) {
+      std::string port = i == 0 ? "up" : "down" + std::to_string(i - 1);
+      const auto& m = s.ingress[i].max;
+      j["switches"][name]["ingress_max_tlps"][port] = {
+          {"posted", m[0]}, {"non_posted", m[1]}, {"completion", m[2]}};
+    }
   }
   for (const auto& sock : sys.topology().sockets) {
     const auto& s = sys.find_socket(sock.name)->stats();
@@ -58,23 +64,27 @@ json dump_stats(fabric_system& sys, uint64_t ns) {
     json dj;
     if (auto* g = sys.find_gpu(d.name)) {
       const auto& s = g->stats();
-      dj = {{"bar1_writes", s.bar1_writes},       {"bar1_reads", s.bar1_reads},
-            {"bar1_unmapped_accesses", s.bar1_unmapped}, {"bar0_accesses", s.bar0_accesses},
-            {"unsupported_requests", s.unsupported}, {"vram_allocated_bytes", g->vram().allocated_bytes()}};
+      dj = {{"bar1_writes", s.bar1_writes},
+            {"bar1_reads", s.bar1_reads},
+            {"bar1_unmapped_accesses", s.bar1_unmapped},
+            {"bar0_accesses", s.bar0_accesses},
+            {"unsupported_requests", s.unsupported},
+            {"vram_allocated_bytes", g->vram().allocated_bytes()}};
       rs = &g->copy_engine().stats();
     } else if (auto* e = sys.find_engine(d.name)) {
       const auto& s = e->stats();
-      dj = {{"jobs", s.jobs}, {"bar2_writes", s.bar2_writes}, {"bar2_reads", s.bar2_reads},
-            {"bar0_accesses", s.bar0_accesses}, {"unsupported_requests", s.unsupported}};
+      dj = {{"jobs", s.jobs},
+            {"bar2_writes", s.bar2_writes},
+            {"bar2_reads", s.bar2_reads},
+            {"bar0_accesses", s.bar0_accesses},
+            {"unsupported_requests", s.unsupported}};
       rs = &e->requester().stats();
     }
     if (rs)
-      dj["requester"] = {{"write_tlps", rs->writes},
-                         {"read_requests", rs->reads},
-                         {"completions", rs->completions},
-                         {"error_completions", rs->error_completions},
-                         {"tag_stalls", rs->tag_stalls},
-                         {"max_tags_in_use", rs->max_tags_in_use}};
+      dj["requester"] = {
+          {"write_tlps", rs->writes},       {"read_requests", rs->reads},
+          {"completions", rs->completions}, {"error_completions", rs->error_completions},
+          {"tag_stalls", rs->tag_stalls},   {"max_tags_in_use", rs->max_tags_in_use}};
     j["devices"][d.name] = dj;
   }
   return j;

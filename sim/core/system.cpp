@@ -10,7 +10,9 @@ namespace p2psim::core {
 
 namespace {
 
-pcie::window win(const topo::addr_range& r) { return {r.base, r.size}; }
+pcie::window win(const topo::addr_range& r) {
+  return {r.base, r.size};
+}
 
 root_complex::p2p_policy policy(const topo::p2p_forwarding& f) {
   return {f.routed, f.bandwidth_gbs, f.outstanding};
@@ -52,7 +54,8 @@ void fabric_system::build_sockets() {
     p.root_ports = 0;
     for (const auto& l : m_topo.links) p.root_ports += l.up == s.name;
     p.interconnect_ports = 0;
-    for (const auto& q : m_topo.interconnects) p.interconnect_ports += q.a == s.name || q.b == s.name;
+    for (const auto& q : m_topo.interconnects)
+      p.interconnect_ports += q.a == s.name || q.b == s.name;
     m_sockets[s.name] = std::make_unique<root_complex::root_complex>(s.name.c_str(), p, m_log);
   }
 }

@@ -19,8 +19,8 @@ void expect_rejected(const std::string& cmd, const std::string& location, const 
 }  // namespace
 
 TEST_CASE("unknown key in a scenario names file:line:col and the key", "[cli][bad]") {
-  expect_rejected("run tests/data/bad/scenario_unknown_key.yaml",
-                  "scenario_unknown_key.yaml:4:67", "sise", "unknown key");
+  expect_rejected("run tests/data/bad/scenario_unknown_key.yaml", "scenario_unknown_key.yaml:4:67",
+                  "sise", "unknown key");
 }
 TEST_CASE("wrong type names the key and what was expected", "[cli][bad]") {
   expect_rejected("run tests/data/bad/scenario_wrong_type.yaml", "scenario_wrong_type.yaml:4:80",

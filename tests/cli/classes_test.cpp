@@ -48,8 +48,9 @@ TEST_CASE("default scenario: switch only >= single CPU >= across QPI, write and 
 
 TEST_CASE("Sandy Bridge-EP: P2P read through the root complex is several times below write",
           "[cli][classes]") {
-  auto j = run_json("run tests/data/scenarios/single_rc.yaml --set socket.cpu0.platform=sandy_bridge_ep",
-                    "classes_snb");
+  auto j =
+      run_json("run tests/data/scenarios/single_rc.yaml --set socket.cpu0.platform=sandy_bridge_ep",
+               "classes_snb");
   double write = 0, read = 0;
   for (const auto& b : j["bandwidth"]) (b["op"] == "write" ? write : read) = b["gbps"];
   INFO("write " << write << " GB/s, read " << read << " GB/s");
@@ -59,11 +60,12 @@ TEST_CASE("Sandy Bridge-EP: P2P read through the root complex is several times b
 }
 
 TEST_CASE("Sandy Bridge-EP across QPI is extremely limited", "[cli][classes]") {
-  auto j = run_json("run scenarios/default.yaml --set topologies=[../topologies/cross_qpi.yaml] "
-                    "--set socket.cpu0.platform=sandy_bridge_ep "
-                    "--set socket.cpu1.platform=sandy_bridge_ep --set transfers.write.size=1MiB "
-                    "--set transfers.read.size=1MiB --set measure.latency=false",
-                    "classes_snb_qpi");
+  auto j = run_json(
+      "run scenarios/default.yaml --set topologies=[../topologies/cross_qpi.yaml] "
+      "--set socket.cpu0.platform=sandy_bridge_ep "
+      "--set socket.cpu1.platform=sandy_bridge_ep --set transfers.write.size=1MiB "
+      "--set transfers.read.size=1MiB --set measure.latency=false",
+      "classes_snb_qpi");
   for (const auto& b : j["bandwidth"]) {
     INFO(b["op"]);
     CHECK(b["gbps"].get<double>() < 0.3);  // reference.md: < 0.3 GB/s (Potluri et al. / OSU)

@@ -14,7 +14,9 @@
 
 namespace p2psim::test {
 
-inline std::string data(const std::string& rel) { return P2PSIM_SOURCE_DIR "/" + rel; }
+inline std::string data(const std::string& rel) {
+  return P2PSIM_SOURCE_DIR "/" + rel;
+}
 
 inline core::run_result run_scenario(const std::string& scenario_path,
                                      const std::vector<std::string>& sets = {}) {

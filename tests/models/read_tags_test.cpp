@@ -20,8 +20,8 @@ TEST_CASE("read bandwidth rises with tags until the link limit", "[bandwidth][ta
   for (int tags : {1, 2, 4, 8, 16, 32, 64}) {
     const auto& b = p2psim::test::transfer(r, "read" + std::to_string(tags));
     double bound = std::min(link_limit, tags * mrrs / rtt_ns);
-    INFO(tags << " tags: " << b.gbps << " GB/s, bound " << bound << " GB/s (round trip "
-              << rtt_ns << " ns)");
+    INFO(tags << " tags: " << b.gbps << " GB/s, bound " << bound << " GB/s (round trip " << rtt_ns
+              << " ns)");
     CHECK(b.mismatched_bytes == 0);
     CHECK(b.gbps <= bound * 1.02);
     if (tags * mrrs / rtt_ns < 0.8 * link_limit) {

@@ -12,8 +12,8 @@ struct run_args {
   std::string scenario;
   std::string json;
   std::vector<std::string> sets;
-  int only_topology = -1;     // internal: run one topology of the scenario in this process
-  std::string result_file;    // internal: where that run's JSON goes
+  int only_topology = -1;   // internal: run one topology of the scenario in this process
+  std::string result_file;  // internal: where that run's JSON goes
 };
 
 struct topo_args {

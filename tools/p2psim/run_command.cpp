@@ -60,8 +60,9 @@ core::run_result run_here(const core::scenario& sc, size_t index,
 // Runs topology `index` in a child process (SystemC elaborates once per process). Returns
 // the child's exit code; its result is in `result_file`.
 int run_child(const char* argv0, const run_args& a, size_t index, const std::string& result_file) {
-  std::vector<std::string> args = {argv0, "run", a.scenario, "--only-topology",
-                                   std::to_string(index), "--result-file", result_file};
+  std::vector<std::string> args = {
+      argv0,           "run",      a.scenario, "--only-topology", std::to_string(index),
+      "--result-file", result_file};
   for (const auto& s : a.sets) args.insert(args.end(), {"--set", s});
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());

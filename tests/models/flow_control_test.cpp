@@ -1,0 +1,32 @@
+// Credit-based flow control (PCIe Base Spec 2.6.1): a transmitter sends only what the
+// receiver's buffer has credits for, so a switch's ingress never holds more TLPs than its
+// link advertised, and a small buffer throttles the link to credits per credit round trip.
+#include <catch2/catch.hpp>
+
+#include "models/pcie/link_timing.h"
+#include "tests/models/harness.h"
+
+TEST_CASE("a switch ingress never holds more posted TLPs than its header credits", "[credits]") {
+  auto r = p2psim::test::run_scenario("tests/data/models/write_read.yaml",
+                                      {"link.nic0.credits.ph=2", "transfers.read.size=4KiB"});
+  const auto& w = p2psim::test::transfer(r, "write");
+  const auto& ingress = r.stats["switches"]["sw0"]["ingress_max_tlps"]["down1"];  // nic0's port
+  INFO("write " << w.gbps << " GB/s; ingress " << ingress.dump());
+  CHECK(ingress["posted"].get<int>() == 2);
+  CHECK(w.mismatched_bytes == 0);
+  // Two 256 B TLPs per credit round trip (switch latency 110 ns plus serialization and the
+  // UpdateFC's way back) cannot fill a Gen3 x16 link.
+  double limit = p2psim::pcie::analytic_write_gbs(3, 16, 256, w.bytes);
+  CHECK(w.gbps < 0.5 * limit);
+  CHECK(w.gbps > 2 * 256 / 200.0);  // and it is not starved: round trip under 200 ns
+  CHECK(r.stats["links"]["nic0"]["upstream"]["credit_stalls"].get<uint64_t>() > 0);
+}
+
+TEST_CASE("with the default credits the same link is not credit-bound", "[credits]") {
+  auto r =
+      p2psim::test::run_scenario("tests/data/models/write_read.yaml", {"transfers.read.size=4KiB"});
+  const auto& w = p2psim::test::transfer(r, "write");
+  const auto& ingress = r.stats["switches"]["sw0"]["ingress_max_tlps"]["down1"];
+  CHECK(ingress["posted"].get<int>() <= 64);
+  CHECK(w.gbps == Approx(p2psim::pcie::analytic_write_gbs(3, 16, 256, w.bytes)).epsilon(0.02));
+}
