@@ -19,6 +19,10 @@ root_complex::root_complex(sc_module_name name, const rc_params& p, link::stream
       m_p2p(p.p2p, *this, uint64_t(p.latency_ns * 1000 + 0.5), 0),
       m_remote_p2p(p.remote_p2p, *this, uint64_t(p.latency_ns * 1000 + 0.5),
                    p2p_forwarder::proxy_tags),
+      m_iommu("iommu", p.root_ports,
+              [this](int in, tlm::tlm_generic_payload& gp, bool blocked) {
+                dispatch(in, gp, blocked);
+              }),
       m_latency_ps(uint64_t(p.latency_ns * 1000 + 0.5)) {
   for (int i = 0; i < p.root_ports + p.interconnect_ports; ++i) {
     std::string n =
@@ -39,11 +43,24 @@ void root_complex::add_interconnect_route(int i, pcie::window memory,
 }
 
 void root_complex::receive(int in, tlm::tlm_generic_payload& gp) {
-  const auto& h = link::hdr(gp);
-  if (h.type == pcie::tlp_type::cpl || h.type == pcie::tlp_type::cpld)
-    completion(in, gp);
+  // From a device: through its IOMMU domain. From the interconnect: the sending socket's
+  // IOMMU has translated it already.
+  if (is_root_port(in))
+    m_iommu.receive(in, gp);
   else
+    dispatch(in, gp, false);
+}
+
+void root_complex::dispatch(int in, tlm::tlm_generic_payload& gp, bool blocked) {
+  const auto& h = link::hdr(gp);
+  if (blocked) {  // no byte may reach its target: a read gets UR, a write is dropped
+    ++m_stats.iommu_faults;
+    refused(gp, in);
+  } else if (h.type == pcie::tlp_type::cpl || h.type == pcie::tlp_type::cpld) {
+    completion(in, gp);
+  } else {
     request(in, gp);
+  }
 }
 
 void root_complex::request(int in, tlm::tlm_generic_payload& gp) {

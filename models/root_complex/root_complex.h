@@ -1,6 +1,7 @@
 // A CPU socket's root complex: root ports, the host memory controller behind them, the ports
 // to the socket interconnect (QPI/UPI), and the platform's peer-to-peer forwarding between
-// root ports and across the interconnect (p2p_forwarder).
+// root ports and across the interconnect (p2p_forwarder). What devices send through a root
+// port passes the socket's IOMMU first (iommu_stage): one domain per device below it.
 //
 // Ports: root ports first (0..R-1), then one port per interconnect link.
 #pragma once
@@ -15,6 +16,7 @@
 #include "models/link/stream_log.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/route_table.h"
+#include "models/root_complex/iommu_stage.h"
 #include "models/root_complex/p2p_forwarder.h"
 
 namespace p2psim::root_complex {
@@ -34,6 +36,7 @@ struct rc_stats {
   uint64_t memory_writes = 0, memory_reads = 0;
   uint64_t p2p_requests = 0, remote_p2p_requests = 0, remote_requests = 0;
   uint64_t unsupported = 0, unexpected_completions = 0;
+  uint64_t iommu_faults = 0;  // device requests the IOMMU blocked (DMA remapping faults)
 };
 
 class root_complex : public sc_core::sc_module, public link::tlp_handler, private forward_ports {
@@ -47,6 +50,14 @@ class root_complex : public sc_core::sc_module, public link::tlp_handler, privat
   // devices' BARs (peers: the cross-socket P2P policy applies) and its bus numbers.
   void add_interconnect_route(int i, pcie::window memory, std::vector<pcie::window> mmio,
                               uint8_t bus_lo, uint8_t bus_hi);
+  // The IOMMU domain of the device with this requester ID (none: its requests go untranslated).
+  iommu::iommu_domain& add_iommu_domain(uint16_t requester_id, const iommu::iommu_params& p) {
+    return m_iommu.add_domain(requester_id, p);
+  }
+  iommu::iommu_domain* iommu_domain_for(uint16_t requester_id) {
+    return m_iommu.domain(requester_id);
+  }
+  const iommu_stage& iommu() const { return m_iommu; }
   memory::backing_store& memory() { return m_memory; }
   const rc_params& params() const { return m_params; }
   const rc_stats& stats() const { return m_stats; }
@@ -62,6 +73,7 @@ class root_complex : public sc_core::sc_module, public link::tlp_handler, privat
   void refused(tlm::tlm_generic_payload& gp, int in) override;
 
   bool is_root_port(int port) const { return port < m_params.root_ports; }
+  void dispatch(int in, tlm::tlm_generic_payload& gp, bool blocked);
   void request(int in, tlm::tlm_generic_payload& gp);
   void completion(int in, tlm::tlm_generic_payload& gp);
 
@@ -72,6 +84,7 @@ class root_complex : public sc_core::sc_module, public link::tlp_handler, privat
   memory::backing_store m_memory;
   dma::memory_completer m_memory_port;
   p2p_forwarder m_p2p, m_remote_p2p;
+  iommu_stage m_iommu;
   uint64_t m_latency_ps;
   rc_stats m_stats;
 };

@@ -19,9 +19,9 @@ void initiator_ref::submit(dma::dma_job job) {
 }
 
 target_region::target_region(fabric_system& sys, const std::string& name, uint64_t offset,
-                             uint64_t bytes, bool map_bar1)
+                             uint64_t bytes, const region_options& o)
     : m_offset(offset) {
-  if (auto* g = sys.find_gpu(name); g && !map_bar1) {
+  if (auto* g = sys.find_gpu(name); g && !o.map_bar1) {
     // The first usable BAR1 pages, left unmapped: every access is refused.
     m_store = &g->vram();
     m_bus = g->params().bar1.base + g->bar1().reserved() + offset;
@@ -44,9 +44,20 @@ target_region::target_region(fabric_system& sys, const std::string& name, uint64
   } else {
     throw std::logic_error("unknown target " + name);
   }
+  if (o.iommu && o.iommu->what() == iommu::mode::translating && o.iommu_map) {
+    auto iova = o.iommu->map(m_bus, bytes, !o.device_writes, o.device_writes);
+    if (!iova) {
+      if (m_gpu) m_gpu->bar1().unmap(m_first_page, m_pages);
+      throw std::runtime_error("the IOMMU has no I/O virtual address space left for " + name);
+    }
+    m_iommu = o.iommu;
+    m_iova = m_bus = *iova;
+    m_bytes = bytes;
+  }
 }
 
 target_region::~target_region() {
+  if (m_iommu) m_iommu->unmap(m_iova, m_bytes);
   if (m_gpu) m_gpu->bar1().unmap(m_first_page, m_pages);
 }
 

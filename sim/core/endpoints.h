@@ -24,13 +24,22 @@ class initiator_ref {
   dma_engine::dma_engine* m_engine = nullptr;
 };
 
+struct region_options {
+  bool map_bar1 = true;                  // GPU target: map BAR1 pages onto VRAM
+  iommu::iommu_domain* iommu = nullptr;  // the initiator's IOMMU domain, if any
+  bool iommu_map = true;                 // a translating domain: map the region in it
+  bool device_writes = true;             // the initiator writes the region (else reads it)
+};
+
 // A region of `bytes` on the target, reachable at `bus_address`, stored at `offset` of
 // `store`. For a GPU, BAR1 pages are mapped onto VRAM for the region's lifetime, as the
-// nv-p2p driver does when a peer pins the memory.
+// nv-p2p driver does when a peer pins the memory. Behind a translating IOMMU the region is
+// also mapped in the initiator's domain, for the direction of the DMA only, and the bus
+// address is the IOVA, as a device driver's dma_map does (GPUDirect RDMA 13.3, 5.4 IOMMUs).
 class target_region {
  public:
   target_region(fabric_system& sys, const std::string& name, uint64_t offset, uint64_t bytes,
-                bool map_bar1 = true);
+                const region_options& o = {});
   ~target_region();
   target_region(const target_region&) = delete;
   target_region& operator=(const target_region&) = delete;
@@ -41,6 +50,8 @@ class target_region {
  private:
   gpu::gpu* m_gpu = nullptr;
   uint64_t m_first_page = 0, m_pages = 0;
+  iommu::iommu_domain* m_iommu = nullptr;  // where the IOVA is mapped, if it is
+  uint64_t m_iova = 0, m_bytes = 0;
   memory::backing_store* m_store = nullptr;
   uint64_t m_bus = 0, m_offset = 0;
 };

@@ -100,12 +100,13 @@ class driver : public sc_module {
   // Moves `size` bytes per stream on `streams` streams at once and verifies them.
   outcome move(const transfer_spec& t, uint64_t size, int streams, uint64_t seed) {
     initiator_ref init(m_sys, t.initiator);
+    const region_options ro{t.map_bar1, m_sys.iommu_for(t.initiator), t.iommu_map, t.write};
     link::stream_log& log = m_sys.streams();
     std::vector<std::unique_ptr<target_region>> regions;
     std::vector<uint32_t> ids;
     for (int i = 0; i < streams; ++i) {
       uint64_t off = uint64_t(i) * slot_bytes(size);
-      regions.push_back(std::make_unique<target_region>(m_sys, t.target, off, size, t.map_bar1));
+      regions.push_back(std::make_unique<target_region>(m_sys, t.target, off, size, ro));
       auto& reg = *regions.back();
       // Source gets a fresh pattern, the destination its complement: stale bytes show.
       if (t.write) {
@@ -223,7 +224,14 @@ class driver : public sc_module {
 
 std::string refusal_reason(const topo::topology& t, const topo::address_map& a,
                            const transfer_spec& x) {
-  if (!t.find_device(x.initiator) || !t.find_device(x.target)) return "";
+  if (!t.find_device(x.initiator)) return "";
+  const auto& sock = *t.find_socket(a.socket_of.at(x.initiator));
+  if (sock.iommu.mode == topo::iommu_mode::translating && !x.iommu_map)
+    return fmt::format(
+        "the IOMMU of {} translates and the target was not mapped for {} (iommu_map: false): "
+        "DMA remapping fault, the request was blocked",
+        sock.name, x.initiator);
+  if (!t.find_device(x.target)) return "";
   auto type = topo::classify(t, x.initiator, x.target);
   const auto& plat = t.find_socket(a.socket_of.at(x.initiator))->platform;
   const char* op = x.write ? "write" : "read";

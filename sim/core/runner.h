@@ -18,9 +18,10 @@ namespace p2psim::core {
 // devices, a transfer larger than the target can expose or the initiator can hold.
 void check_scenario(const scenario& s, const topo::topology& t, const topo::address_map& a);
 
-// Why the fabric refuses a peer transfer ("" if its path is routed): a platform that does
-// not forward peer-to-peer reads or writes answers them with Unsupported Request, as real
-// hardware does; the run reports the refused bytes and exits 1.
+// Why the fabric refuses a transfer ("" if its path is routed): a platform that does not
+// forward peer-to-peer reads or writes answers them with Unsupported Request, as real
+// hardware does, and a translating IOMMU blocks a DMA to an address not mapped for the
+// initiator (iommu_map: false); the run reports the refused bytes and exits 1.
 std::string refusal_reason(const topo::topology& t, const topo::address_map& a,
                            const transfer_spec& x);
 

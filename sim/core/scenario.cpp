@@ -29,7 +29,7 @@ void reject_unknown(const config::node_reader& r, std::initializer_list<const ch
 transfer_spec read_transfer(const config::node_reader& r, size_t index) {
   reject_unknown(
       r, {"name", "initiator", "target", "op", "size", "count", "concurrency", "relaxed_ordering",
-          "id_based_ordering", "no_snoop", "traffic_class", "map_bar1"});
+          "id_based_ordering", "no_snoop", "traffic_class", "map_bar1", "iommu_map"});
   transfer_spec t;
   t.loc = r.loc();
   t.name = r.str("name", "transfer" + std::to_string(index));
@@ -46,6 +46,7 @@ transfer_spec read_transfer(const config::node_reader& r, size_t index) {
   t.attrs.no_snoop = r.boolean("no_snoop", false);
   t.attrs.traffic_class = uint8_t(r.integer("traffic_class", 0, 7, 0));
   t.map_bar1 = r.boolean("map_bar1", true);
+  t.iommu_map = r.boolean("iommu_map", true);
   if (t.initiator == t.target) r.fail("target", "a device cannot transfer to itself");
   r.done();
   return t;

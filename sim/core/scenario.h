@@ -22,8 +22,10 @@ struct transfer_spec {
   int count = 1;          // repetitions, back to back
   int concurrency = 1;    // streams at once, each moving `size`
   pcie::tlp_attrs attrs;
-  bool map_bar1 = true;  // GPU target: map BAR1 pages onto VRAM first (false: the DMA
-                         // hits unmapped BAR1 pages, which the GPU refuses)
+  bool map_bar1 = true;   // GPU target: map BAR1 pages onto VRAM first (false: the DMA
+                          // hits unmapped BAR1 pages, which the GPU refuses)
+  bool iommu_map = true;  // initiator behind a translating IOMMU: map the target for it and
+                          // DMA to the IOVA (false: the physical address, which it blocks)
   config::source_loc loc;
 };
 

@@ -18,6 +18,19 @@ json channel(const link::channel_stats& s, uint64_t simulated_ns) {
           {"max_queue_tlps", s.max_queue}};
 }
 
+json iommu_domain_stats(const iommu::iommu_domain& d) {
+  const auto& s = d.stats();
+  return {{"mode", iommu::to_string(d.what())},
+          {"translations", s.translations},
+          {"iotlb_hits", s.iotlb_hits},
+          {"iotlb_misses", s.iotlb_misses},
+          {"iotlb_evictions", s.iotlb_evictions},
+          {"faults", s.faults},
+          {"mapped_pages", s.mapped_pages},
+          {"maps", s.maps},
+          {"unmaps", s.unmaps}};
+}
+
 }  // namespace
 
 json dump_stats(fabric_system& sys, uint64_t ns) {
@@ -50,8 +63,12 @@ json dump_stats(fabric_system& sys, uint64_t ns) {
     }
   }
   for (const auto& sock : sys.topology().sockets) {
-    const auto& s = sys.find_socket(sock.name)->stats();
-    j["root_complexes"][sock.name] = {{"memory_writes", s.memory_writes},
+    const auto* rc = sys.find_socket(sock.name);
+    const auto& s = rc->stats();
+    j["root_complexes"][sock.name] = {{"iommu_mode", topo::to_string(sock.iommu.mode)},
+                                      {"iommu_faults", s.iommu_faults},
+                                      {"iommu_walk_wait_ps", rc->iommu().walk_wait_ps()},
+                                      {"memory_writes", s.memory_writes},
                                       {"memory_reads", s.memory_reads},
                                       {"p2p_requests", s.p2p_requests},
                                       {"cross_socket_p2p_requests", s.remote_p2p_requests},
@@ -80,6 +97,7 @@ json dump_stats(fabric_system& sys, uint64_t ns) {
             {"unsupported_requests", s.unsupported}};
       rs = &e->requester().stats();
     }
+    if (const auto* dom = sys.iommu_for(d.name)) dj["iommu"] = iommu_domain_stats(*dom);
     if (rs)
       dj["requester"] = {
           {"write_tlps", rs->writes},       {"read_requests", rs->reads},

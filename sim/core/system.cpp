@@ -18,6 +18,21 @@ root_complex::p2p_policy policy(const topo::p2p_forwarding& f) {
   return {f.routed, f.bandwidth_gbs, f.outstanding};
 }
 
+iommu::iommu_params iommu_params_of(const topo::iommu_config& c) {
+  iommu::iommu_params p;
+  p.what = c.mode == topo::iommu_mode::translating   ? iommu::mode::translating
+           : c.mode == topo::iommu_mode::passthrough ? iommu::mode::passthrough
+                                                     : iommu::mode::off;
+  p.page_bytes = c.page_bytes;
+  p.iotlb_entries = c.iotlb_entries;
+  p.miss_latency_ns = c.miss_latency_ns;
+  // IOVAs stay below the MMIO apertures, as Linux reserves PCI windows in the IOVA space: a
+  // switch routes by address before the IOMMU sees a request, and must not take an IOVA for
+  // a BAR below it.
+  p.iova_limit = topo::mmio_base;
+  return p;
+}
+
 // Endpoints and root ports advertise infinite completion credits (PCIe Base Spec 2.6.1);
 // switch ports advertise what the link's `credits` say.
 pcie::credit_limits receiver_credits(const topo::credit_params& c, bool infinite_completions) {
@@ -35,6 +50,7 @@ fabric_system::fabric_system(const topo::topology& t, const topo::address_map& a
   build_devices();
   build_links();
   build_interconnects();
+  build_iommus();
 }
 
 fabric_system::~fabric_system() = default;
@@ -68,7 +84,11 @@ void fabric_system::build_switches() {
     p.downstream_ports = std::max(p.downstream_ports, s.ports);
     p.latency_ns = s.latency_ns;
     p.cut_through = s.cut_through;
-    p.acs_redirect = s.acs_redirect;
+    // With a translating IOMMU, peer requests must reach it to be translated: switches below
+    // it redirect them up as with ACS P2P Request Redirect (which Linux enables on switch
+    // ports when an IOMMU is active), so P2P under a switch goes through the root complex
+    // (DESIGN.md 5).
+    p.acs_redirect = s.acs_redirect || translating(s.name);
     p.bdf = pcie::make_bdf(m_addr.switch_bus.at(s.name), 0, 0);
     m_switches[s.name] = std::make_unique<pcie_switch::pcie_switch>(s.name.c_str(), p);
   }
@@ -182,6 +202,26 @@ void fabric_system::build_interconnects() {
                                                 oa.buses.secondary, oa.buses.subordinate);
     }
   }
+}
+
+bool fabric_system::translating(const std::string& node) const {
+  const auto* s = m_topo.find_socket(m_addr.socket_of.at(node));
+  return s && s->iommu.mode == topo::iommu_mode::translating;
+}
+
+// Every device gets a domain in its socket's root complex, keyed by its requester ID.
+void fabric_system::build_iommus() {
+  for (const auto& d : m_topo.devices) {
+    const auto& s = *m_topo.find_socket(m_addr.socket_of.at(d.name));
+    if (s.iommu.mode == topo::iommu_mode::off) continue;
+    m_sockets.at(s.name)->add_iommu_domain(m_addr.devices.at(d.name).bdf, iommu_params_of(s.iommu));
+  }
+}
+
+iommu::iommu_domain* fabric_system::iommu_for(const std::string& device) {
+  auto da = m_addr.devices.find(device);
+  if (da == m_addr.devices.end()) return nullptr;
+  return m_sockets.at(m_addr.socket_of.at(device))->iommu_domain_for(da->second.bdf);
 }
 
 gpu::gpu* fabric_system::find_gpu(const std::string& n) {

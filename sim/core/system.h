@@ -10,6 +10,7 @@
 
 #include "models/dma_engine/dma_engine.h"
 #include "models/gpu/gpu.h"
+#include "models/iommu/iommu.h"
 #include "models/link/pcie_link.h"
 #include "models/link/stream_log.h"
 #include "models/root_complex/root_complex.h"
@@ -31,6 +32,9 @@ class fabric_system {
   gpu::gpu* find_gpu(const std::string& name);
   dma_engine::dma_engine* find_engine(const std::string& name);
   root_complex::root_complex* find_socket(const std::string& name);
+  // The IOMMU domain a device's DMA goes through (its socket's `iommu`), so a driver can map
+  // I/O virtual addresses for it; nullptr when that IOMMU is off.
+  iommu::iommu_domain* iommu_for(const std::string& device);
 
   struct named_link {
     std::string name;  // the node below it
@@ -52,6 +56,8 @@ class fabric_system {
   void build_devices();
   void build_links();
   void build_interconnects();
+  void build_iommus();
+  bool translating(const std::string& node) const;  // its socket's IOMMU translates
   link::pcie_port& upstream_port_for(const topo::link_params& l, int index);
   link::pcie_port& downstream_port_for(const std::string& node);
 

@@ -64,6 +64,24 @@ void read_interconnect(const config::node_reader& r, platform_params& p) {
   r.done();
 }
 
+iommu_config read_iommu(const config::node_reader& r) {
+  iommu_config c;
+  const std::string m = r.choice("mode", {"off", "passthrough", "translating"}, "off");
+  c.mode = m == "translating"   ? iommu_mode::translating
+           : m == "passthrough" ? iommu_mode::passthrough
+                                : iommu_mode::off;
+  // A PCIe request never crosses 4 KiB, so with pages of at least 4 KiB each TLP needs one
+  // translation.
+  c.page_bytes = r.size("page_size", c.page_bytes);
+  if (!is_pow2(c.page_bytes) || c.page_bytes < 4096 || c.page_bytes > (1ull << 30))
+    r.fail("page_size", fmt::format("expected a power of two from 4KiB to 1GiB, got {}",
+                                    config::format_size(c.page_bytes)));
+  c.iotlb_entries = uint32_t(r.integer("iotlb_entries", 0, 1 << 20, c.iotlb_entries));
+  c.miss_latency_ns = r.time_ns("miss_latency", c.miss_latency_ns);
+  r.done();
+  return c;
+}
+
 }  // namespace detail
 
 platform_params load_platform(const std::string& path) {

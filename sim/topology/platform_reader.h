@@ -12,5 +12,7 @@ namespace p2psim::topo::detail {
 void read_root_complex(const config::node_reader& r, platform_params& p);
 void read_memory(const config::node_reader& r, platform_params& p);        // preset `memory`
 void read_interconnect(const config::node_reader& r, platform_params& p);  // QPI/UPI
+// A socket's `iommu` section (not part of presets: it is how the machine is booted).
+iommu_config read_iommu(const config::node_reader& r);
 
 }  // namespace p2psim::topo::detail

@@ -48,4 +48,15 @@ const char* to_string(device_type t) {
   return t == device_type::gpu ? "gpu" : "dma_engine";
 }
 
+const char* to_string(iommu_mode m) {
+  switch (m) {
+    case iommu_mode::passthrough:
+      return "passthrough";
+    case iommu_mode::translating:
+      return "translating";
+    default:
+      return "off";
+  }
+}
+
 }  // namespace p2psim::topo

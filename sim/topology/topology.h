@@ -72,10 +72,22 @@ struct platform_params {
   key_locations key_locs;
 };
 
+// The socket's IOMMU, for every device below it (GPUDirect RDMA 13.3, 5.4 IOMMUs; DESIGN.md
+// 5). Mirrors iommu::iommu_params, so that sim/topology needs no model headers.
+enum class iommu_mode { off, passthrough, translating };
+
+struct iommu_config {
+  iommu_mode mode = iommu_mode::off;
+  uint64_t page_bytes = 4096;    // I/O page size: a power of two, 4 KiB..1 GiB
+  uint32_t iotlb_entries = 64;   // 0: no IOTLB
+  double miss_latency_ns = 300;  // page walk on an IOTLB miss
+};
+
 struct socket_params {
   std::string name;
   std::string platform_name;
   platform_params platform;  // the preset with this socket's overrides applied
+  iommu_config iommu;
   uint64_t memory_bytes = 16ull << 30;
   int host_bridges = 1;
   config::source_loc loc;
@@ -169,5 +181,6 @@ config::source_loc loc_of(const T& element, const std::string& key) {
 }
 
 const char* to_string(device_type t);  // "gpu", "dma_engine"
+const char* to_string(iommu_mode m);   // "off", "passthrough", "translating"
 
 }  // namespace p2psim::topo

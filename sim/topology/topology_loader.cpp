@@ -82,6 +82,7 @@ socket_params read_socket(const node_reader& r, preset_finder& presets) {
   if (auto rc = r.optional_child("root_complex")) detail::read_root_complex(*rc, s.platform);
   if (auto mc = r.optional_child("memory_controller")) detail::read_memory(*mc, s.platform);
   if (auto qpi = r.optional_child("interconnect")) detail::read_interconnect(*qpi, s.platform);
+  if (auto io = r.optional_child("iommu")) s.iommu = detail::read_iommu(*io);
   r.done();
   record_locs(r, s.key_locs);
   return s;

@@ -83,6 +83,12 @@ TEST_CASE("topology loader: every key maps onto its field", "[topology][loader]"
   CHECK(p.qpi_p2p_write.bandwidth_gbs == Approx(0.25));
   CHECK_FALSE(p.qpi_p2p_read.routed);
   CHECK(p.qpi_p2p_read.outstanding == 1);
+  // The socket's IOMMU (GPUDirect RDMA 13.3, 5.4 IOMMUs).
+  CHECK(s.iommu.mode == iommu_mode::translating);
+  CHECK(s.iommu.page_bytes == 64 * 1024);
+  CHECK(s.iommu.iotlb_entries == 32);
+  CHECK(s.iommu.miss_latency_ns == 500);
+  CHECK(t.sockets[1].iommu.mode == iommu_mode::off);  // default
   // A socket without a platform gets the built-in defaults.
   CHECK(t.sockets[1].platform_name.empty());
   CHECK(t.sockets[1].platform.max_gen == platform_params{}.max_gen);
@@ -179,6 +185,36 @@ TEST_CASE("topology loader: override errors point at the --set", "[topology][loa
       error_of([] { load("good/switch_only.yaml", {"socket.cpu0.platform=tiny_gen3"}); });
   CHECK_THAT(e.what(), Contains("switch_only.yaml:15:32: error: gen: root port of cpu0 (platform "
                                 "tiny_gen3) supports up to Gen3, got Gen4"));
+}
+
+TEST_CASE("topology loader: socket iommu section", "[topology][loader][iommu]") {
+  // Default off; --set reaches into the section even when the file has none.
+  CHECK(load("good/switch_only.yaml").sockets[0].iommu.mode == iommu_mode::off);
+  topology t = load("good/switch_only.yaml",
+                    {"socket.cpu0.iommu.mode=translating", "socket.cpu0.iommu.miss_latency=1us"});
+  const iommu_config& c = t.sockets[0].iommu;
+  CHECK(c.mode == iommu_mode::translating);
+  CHECK(c.miss_latency_ns == 1000);
+  CHECK(c.page_bytes == iommu_config{}.page_bytes);
+  CHECK(c.iotlb_entries == iommu_config{}.iotlb_entries);
+  CHECK(
+      load("good/switch_only.yaml", {"socket.cpu0.iommu.mode=passthrough"}).sockets[0].iommu.mode ==
+      iommu_mode::passthrough);
+  CHECK(std::string(to_string(iommu_mode::passthrough)) == "passthrough");
+
+  config::error e = error_of([] { load("bad/iommu_mode.yaml"); });
+  CHECK(e.loc.str() == k_dir + "bad/iommu_mode.yaml:3:19");
+  CHECK_THAT(e.what(), Contains("mode: expected one of: off, passthrough, translating, got "
+                                "'strict'"));
+  e = error_of([] { load("bad/iommu_page_size.yaml"); });
+  CHECK(e.loc.str() == k_dir + "bad/iommu_page_size.yaml:5:18");
+  CHECK_THAT(e.what(), Contains("page_size: expected a power of two from 4KiB to 1GiB, got 6KiB"));
+  CHECK_THAT(error_of([] { load("good/switch_only.yaml", {"socket.cpu0.iommu.iotlb=8"}); }).what(),
+             Contains("--set socket.cpu0.iommu.iotlb=8: error: unknown key 'iotlb' (expected one "
+                      "of: mode, page_size, iotlb_entries, miss_latency)"));
+  CHECK_THAT(
+      error_of([] { load("good/switch_only.yaml", {"socket.cpu0.iommu.miss_latency=5"}); }).what(),
+      Contains("--set socket.cpu0.iommu.miss_latency=5: error: miss_latency"));
 }
 
 TEST_CASE("topology loader: is_topology_override routes by first segment", "[topology][loader]") {

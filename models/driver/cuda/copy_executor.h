@@ -1,0 +1,80 @@
+// Who carries out the CUDA API's memory copies. The CUDA model validates a copy and resolves
+// its device side through the driver's VA -> VRAM page mapping; an executor moves the bytes.
+// The default one copies instantly and functionally on the GPUs' VRAM backing stores; a
+// simulation installs a timed one (copy engines on the PCIe fabric) in its place.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/driver/cuda/cuda.h"
+#include "models/driver/kernel/kernel.h"
+
+namespace p2psim::cuda {
+
+enum class copy_kind { host_to_device, device_to_host, device_to_device };
+
+// A piece of a copy that is contiguous on both sides. Device allocations are backed by 64 KiB
+// VRAM pages that need not be adjacent, so a copy is cut wherever either side crosses one.
+struct copy_segment {
+  uint64_t src = 0;  // VRAM offset on src_gpu, or byte offset into host_src
+  uint64_t dst = 0;  // VRAM offset on dst_gpu, or byte offset into host_dst
+  uint64_t bytes = 0;
+};
+
+struct copy_request {
+  copy_kind kind = copy_kind::host_to_device;
+  kernel::pid_t pid = 0;
+  CUcontext ctx = nullptr;  // current when the copy was issued
+  int src_gpu = -1;         // -1: the source is host memory
+  int dst_gpu = -1;         // -1: the destination is host memory
+  // Host buffers are the application's: valid only during copy(). An executor that defers
+  // the copy must take the source bytes now and may write the destination only before it
+  // returns (copies to host memory are always complete on return, see below).
+  const void* host_src = nullptr;
+  void* host_dst = nullptr;
+  CUdeviceptr src_va = 0, dst_va = 0;  // the device pointers as the application gave them
+  uint64_t bytes = 0;
+  std::vector<copy_segment> segments;  // in address order; their bytes add up to `bytes`
+  bool async = false;
+  CUstream stream = nullptr;  // nullptr: the NULL stream of `ctx`
+  // SYNC_MEMOPS of the device allocations involved, and CU_CTX_SYNC_MEMOPS of the context.
+  bool src_sync_memops = false, dst_sync_memops = false, ctx_sync_memops = false;
+  // Whether the copy must be complete, i.e. visible through BAR1 mappings, when the API call
+  // returns (guide 5.7). The CUDA model sets it: always for a copy into (pageable) host
+  // memory; for any other synchronous copy only when SYNC_MEMOPS is set on a device side or
+  // the context, since cuMemcpyDtoD and HtoD from pageable memory otherwise return once the
+  // copy is queued or staged. Async copies are never upgraded: SYNC_MEMOPS is about
+  // synchronous memory operations only.
+  bool complete_on_return = false;
+};
+
+// What a synchronizing call waits for: one stream, or all work of a context.
+struct sync_request {
+  kernel::pid_t pid = 0;
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;  // with whole_context false: nullptr is the NULL stream
+  bool whole_context = false;
+};
+
+class copy_executor {
+ public:
+  virtual ~copy_executor() = default;
+  virtual void copy(const copy_request& r) = 0;
+  // Returns once every copy covered by `r` has completed. Called by cuStreamSynchronize,
+  // cuCtxSynchronize, and by the calls documented to synchronize: cuMemFree, cuCtxDestroy,
+  // and setting SYNC_MEMOPS or reading P2P_TOKENS (guide 7.2: "CUDA synchronizing behavior").
+  virtual void synchronize(const sync_request& r) { (void)r; }
+};
+
+// Copies at once on the VRAM backing stores of the installed driver's GPUs.
+class instant_copy_executor final : public copy_executor {
+ public:
+  void copy(const copy_request& r) override;
+};
+
+// The executor the CUDA API uses; nullptr restores the instant one. Not owned.
+void install_copy_executor(copy_executor* e);
+copy_executor& installed_copy_executor();
+
+}  // namespace p2psim::cuda

@@ -1,0 +1,173 @@
+/*
+ * cuda.h: the subset of NVIDIA's CUDA driver API that GPUDirect RDMA software uses (guide
+ * 13.3, 5.6-5.7, 6.2, 6.5, 7.1-7.2), with the real names and numeric values, so that user-space
+ * code written for the real header compiles against this one and runs against p2psim's model
+ * of the NVIDIA driver. Each simulated process (kernel::current_pid()) has its own CUDA state.
+ * Values were checked against the CUDA Driver API reference (see README.md in this folder).
+ */
+#ifndef P2PSIM_CUDA_H_
+#define P2PSIM_CUDA_H_
+
+#include <stddef.h>
+
+/* The API level modelled: CUDA 12.2, where the persistent nv-p2p API appeared (guide 4.2) and
+ * cuCtxCreate still has its classic (CUcontext*, flags, CUdevice) form. */
+#define CUDA_VERSION 12020
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef unsigned long long CUdeviceptr;
+typedef int CUdevice;
+typedef struct CUctx_st* CUcontext;
+typedef struct CUstream_st* CUstream;
+typedef struct CUuuid_st {
+  char bytes[16];
+} CUuuid;
+
+#define CU_DEVICE_CPU ((CUdevice)-1)
+#define CU_DEVICE_INVALID ((CUdevice)-2)
+
+typedef enum cudaError_enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_DEINITIALIZED = 4,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+  CUDA_ERROR_NOT_PERMITTED = 800,
+  CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_UNKNOWN = 999
+} CUresult;
+
+typedef enum CUpointer_attribute_enum {
+  CU_POINTER_ATTRIBUTE_CONTEXT = 1,                     /* CUcontext */
+  CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,                 /* unsigned int (CUmemorytype) */
+  CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3,              /* CUdeviceptr */
+  CU_POINTER_ATTRIBUTE_HOST_POINTER = 4,                /* void* */
+  CU_POINTER_ATTRIBUTE_P2P_TOKENS = 5,                  /* CUDA_POINTER_ATTRIBUTE_P2P_TOKENS */
+  CU_POINTER_ATTRIBUTE_SYNC_MEMOPS = 6,                 /* unsigned int (boolean) */
+  CU_POINTER_ATTRIBUTE_BUFFER_ID = 7,                   /* unsigned long long */
+  CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,                  /* unsigned int (boolean) */
+  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,              /* int */
+  CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE = 10, /* not modelled */
+  CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,           /* CUdeviceptr */
+  CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,                 /* size_t */
+  CU_POINTER_ATTRIBUTE_MAPPED = 13,                     /* unsigned int (boolean) */
+  CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES = 14,       /* not modelled */
+  CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE = 15  /* unsigned int (boolean) */
+} CUpointer_attribute;
+
+typedef enum CUmemorytype_enum {
+  CU_MEMORYTYPE_HOST = 1,
+  CU_MEMORYTYPE_DEVICE = 2,
+  CU_MEMORYTYPE_ARRAY = 3,
+  CU_MEMORYTYPE_UNIFIED = 4
+} CUmemorytype;
+
+/* The attributes cuDeviceGetAttribute answers; any other value is CUDA_ERROR_INVALID_VALUE. */
+typedef enum CUdevice_attribute_enum {
+  CU_DEVICE_ATTRIBUTE_INTEGRATED = 18,
+  CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
+  CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83,
+  CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED = 110,
+  CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED = 116,
+  CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS = 117,
+  CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING = 118,
+  CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124
+} CUdevice_attribute;
+
+/* Bits of CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS. */
+typedef enum CUflushGPUDirectRDMAWritesOptions_enum {
+  CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST = 1 << 0,
+  CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS = 1 << 1
+} CUflushGPUDirectRDMAWritesOptions;
+
+/* Values of CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING. */
+typedef enum CUGPUDirectRDMAWritesOrdering_enum {
+  CU_GPU_DIRECT_RDMA_WRITES_ORDERING_NONE = 0,
+  CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER = 100,
+  CU_GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES = 200
+} CUGPUDirectRDMAWritesOrdering;
+
+typedef enum CUctx_flags_enum {
+  CU_CTX_SCHED_AUTO = 0x00,
+  CU_CTX_SCHED_SPIN = 0x01,
+  CU_CTX_SCHED_YIELD = 0x02,
+  CU_CTX_SCHED_BLOCKING_SYNC = 0x04,
+  CU_CTX_SCHED_MASK = 0x07,
+  CU_CTX_MAP_HOST = 0x08,
+  CU_CTX_LMEM_RESIZE_TO_MAX = 0x10,
+  CU_CTX_COREDUMP_ENABLE = 0x20,
+  CU_CTX_USER_COREDUMP_ENABLE = 0x40,
+  CU_CTX_SYNC_MEMOPS = 0x80, /* every synchronous copy in the context synchronizes (5.7) */
+  CU_CTX_FLAGS_MASK = 0xFF
+} CUctx_flags;
+
+typedef enum CUstream_flags_enum {
+  CU_STREAM_DEFAULT = 0x0,
+  CU_STREAM_NON_BLOCKING = 0x1
+} CUstream_flags;
+
+/* Guide 7.2. */
+typedef struct CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st {
+  unsigned long long p2pToken;
+  unsigned int vaSpaceToken;
+} CUDA_POINTER_ATTRIBUTE_P2P_TOKENS;
+
+/* ---- initialization, version, devices ---- */
+CUresult cuInit(unsigned int Flags);
+CUresult cuDriverGetVersion(int* driverVersion); /* works before cuInit */
+CUresult cuDeviceGetCount(int* count);
+CUresult cuDeviceGet(CUdevice* device, int ordinal);
+CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev);
+CUresult cuDeviceGetName(char* name, int len, CUdevice dev);
+CUresult cuDeviceTotalMem(size_t* bytes, CUdevice dev);
+CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev); /* = nvidia_p2p_page_table.gpu_uuid */
+CUresult cuGetErrorName(CUresult error, const char** pStr);
+
+/* ---- contexts (one current context per process: no context stack) ---- */
+CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxDestroy(CUcontext ctx); /* frees its memory, revoking pins (guide 5.3) */
+CUresult cuCtxGetCurrent(CUcontext* pctx);
+CUresult cuCtxSetCurrent(CUcontext ctx);
+CUresult cuCtxSynchronize(void);
+
+/* ---- memory ---- */
+CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize);
+CUresult cuMemFree(CUdeviceptr dptr); /* runs nv-p2p free callbacks first (guide 5.3) */
+CUresult cuMemGetAddressRange(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr);
+
+/* ---- pointer attributes (guide 7.2) ---- */
+CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr);
+CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes,
+                                void** data, CUdeviceptr ptr);
+CUresult cuPointerSetAttribute(const void* value, CUpointer_attribute attribute, CUdeviceptr ptr);
+
+/* ---- copies and streams ---- */
+CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount);
+CUresult cuMemcpyDtoH(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                           CUstream hStream);
+CUresult cuMemcpyDtoHAsync(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                           CUstream hStream);
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                           CUstream hStream);
+CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags);
+CUresult cuStreamDestroy(CUstream hStream);
+CUresult cuStreamSynchronize(CUstream hStream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* P2PSIM_CUDA_H_ */

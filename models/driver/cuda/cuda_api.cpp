@@ -1,0 +1,301 @@
+// cuda.h over the NVIDIA driver model: per-process initialization, devices, contexts and
+// cuMemAlloc memory (GPUDirect RDMA 13.3, 5.6, 7.1). Pointer attributes are in
+// cuda_pointer.cpp, copies and streams in cuda_memcpy.cpp.
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "models/driver/cuda/cuda_state.h"
+
+namespace p2psim::cuda::detail {
+
+nv::nvidia_driver* installed_driver() {
+  try {
+    return &nv::nvidia_driver::instance();
+  } catch (const std::logic_error&) {
+    return nullptr;
+  }
+}
+
+state& global() {
+  static state s;
+  nv::nvidia_driver* d = installed_driver();
+  const uint64_t serial = d ? d->serial() : 0;
+  if (serial != s.driver_serial) {
+    s = state{};
+    s.driver_serial = serial;
+  }
+  return s;
+}
+
+process_state& me() {
+  return global().processes[kernel::current_pid()];
+}
+
+CUresult check_init() {
+  if (!installed_driver() || !me().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  return CUDA_SUCCESS;
+}
+
+CUctx_st* live_context(CUcontext c) {
+  if (!c) return nullptr;
+  for (auto& h : global().contexts)
+    if (h.get() == c)
+      return h->alive && h->pid == kernel::current_pid() && installed_driver()->find_context(h->id)
+                 ? h.get()
+                 : nullptr;
+  return nullptr;
+}
+
+CUctx_st* current_context() {
+  return live_context(me().current);
+}
+
+CUctx_st* context_of(int id) {
+  for (auto& h : global().contexts)
+    if (h->id == id) return live_context(h.get());
+  return nullptr;
+}
+
+void synchronize_context(CUctx_st* ctx) {
+  installed_copy_executor().synchronize({kernel::current_pid(), ctx, nullptr, true});
+}
+
+}  // namespace p2psim::cuda::detail
+
+using namespace p2psim::cuda::detail;
+using p2psim::nv::nvidia_driver;
+
+namespace {
+
+nvidia_driver& drv() {
+  return *installed_driver();
+}
+
+bool valid_device(CUdevice dev) {
+  return dev >= 0 && dev < drv().gpu_count();
+}
+
+}  // namespace
+
+// ---- initialization, version, devices ----
+
+CUresult cuInit(unsigned int Flags) {
+  if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  // No NVIDIA driver, or one without GPUs: what libcuda says when it finds no GPU.
+  if (!installed_driver() || drv().gpu_count() == 0) return CUDA_ERROR_NO_DEVICE;
+  me().initialized = true;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int* driverVersion) {
+  if (!driverVersion) return CUDA_ERROR_INVALID_VALUE;
+  *driverVersion = CUDA_VERSION;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int* count) {
+  if (CUresult r = check_init()) return r;
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  *count = drv().gpu_count();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  if (CUresult r = check_init()) return r;
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
+  if (CUresult r = check_init()) return r;
+  if (!pi) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_INTEGRATED:
+      *pi = 0;
+      break;  // discrete GPUs behind PCIe
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+      *pi = 1;
+      break;  // UVA (guide 7.1)
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+      *pi = 0;
+      break;  // no cuMemAllocManaged here
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
+      *pi = 0;
+      break;  // no VMM
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED:
+      *pi = 1;
+      break;  // nv-p2p (4.1.2)
+    // cuFlushGPUDirectRDMAWrites is not modelled, so no flush option is offered ...
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS:
+      *pi = 0;
+      break;
+    // ... nor needed: a BAR1 write lands in the VRAM store that the GPU's own copies read.
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING:
+      *pi = CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER;
+      break;
+    case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
+      *pi = 0;
+      break;  // only nv-p2p is modelled
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
+  if (CUresult r = check_init()) return r;
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  const std::string& n = drv().gpu(dev).name;
+  const size_t k = std::min(n.size(), size_t(len - 1));
+  std::memcpy(name, n.data(), k);
+  name[k] = '\0';
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem(size_t* bytes, CUdevice dev) {
+  if (CUresult r = check_init()) return r;
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = drv().gpu(dev).vram->capacity();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
+  if (CUresult r = check_init()) return r;
+  if (!uuid) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  static_assert(sizeof(uuid->bytes) == NVIDIA_P2P_GPU_UUID_LEN);
+  std::memcpy(uuid->bytes, drv().gpu(dev).uuid.data(), sizeof(uuid->bytes));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorName(CUresult error, const char** pStr) {
+  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+  switch (error) {
+#define P2PSIM_NAME(e) \
+  case e:              \
+    *pStr = #e;        \
+    return CUDA_SUCCESS;
+    P2PSIM_NAME(CUDA_SUCCESS)
+    P2PSIM_NAME(CUDA_ERROR_INVALID_VALUE)
+    P2PSIM_NAME(CUDA_ERROR_OUT_OF_MEMORY)
+    P2PSIM_NAME(CUDA_ERROR_NOT_INITIALIZED)
+    P2PSIM_NAME(CUDA_ERROR_DEINITIALIZED)
+    P2PSIM_NAME(CUDA_ERROR_NO_DEVICE)
+    P2PSIM_NAME(CUDA_ERROR_INVALID_DEVICE)
+    P2PSIM_NAME(CUDA_ERROR_INVALID_CONTEXT)
+    P2PSIM_NAME(CUDA_ERROR_INVALID_HANDLE)
+    P2PSIM_NAME(CUDA_ERROR_NOT_FOUND)
+    P2PSIM_NAME(CUDA_ERROR_NOT_READY)
+    P2PSIM_NAME(CUDA_ERROR_ILLEGAL_ADDRESS)
+    P2PSIM_NAME(CUDA_ERROR_CONTEXT_IS_DESTROYED)
+    P2PSIM_NAME(CUDA_ERROR_NOT_PERMITTED)
+    P2PSIM_NAME(CUDA_ERROR_NOT_SUPPORTED)
+    P2PSIM_NAME(CUDA_ERROR_UNKNOWN)
+#undef P2PSIM_NAME
+  }
+  *pStr = nullptr;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+// ---- contexts ----
+
+CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  if (CUresult r = check_init()) return r;
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  // At most one scheduling policy, and no bits beyond the defined ones.
+  const unsigned sched = flags & CU_CTX_SCHED_MASK;
+  if ((flags & ~unsigned(CU_CTX_FLAGS_MASK)) || (sched & (sched - 1)))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  const int id = drv().create_context(p2psim::kernel::current_pid(), dev);
+  if (!id) return CUDA_ERROR_INVALID_DEVICE;
+  auto h = std::make_unique<CUctx_st>();
+  h->pid = p2psim::kernel::current_pid();
+  h->id = id;
+  h->device = dev;
+  h->flags = flags;
+  *pctx = h.get();
+  me().current = h.get();  // a new context is made current for the calling thread
+  global().contexts.push_back(std::move(h));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxDestroy(CUcontext ctx) {
+  if (CUresult r = check_init()) return r;
+  if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* c = live_context(ctx);
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  synchronize_context(c);
+  // Frees every allocation of the context; pins on them are revoked through their free
+  // callbacks before the memory goes (guide 5.3: "cuMemFree, cuCtxDestroy, etc.").
+  drv().destroy_context(c->pid, c->id);
+  c->alive = false;
+  for (auto& s : global().streams)
+    if (s->ctx == c) s->alive = false;
+  if (me().current == c) me().current = nullptr;  // no context stack: nothing to pop back to
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext* pctx) {
+  if (CUresult r = check_init()) return r;
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = current_context();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+  if (CUresult r = check_init()) return r;
+  if (ctx && !live_context(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  me().current = ctx;  // NULL unbinds
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void) {
+  if (CUresult r = check_init()) return r;
+  CUctx_st* c = current_context();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  synchronize_context(c);
+  return CUDA_SUCCESS;
+}
+
+// ---- memory ----
+
+CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
+  if (CUresult r = check_init()) return r;
+  if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* c = current_context();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  if (bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  // More than the whole UVA range can never fit (and would overflow the driver's rounding).
+  if (bytesize > p2psim::nv::uva_limit - p2psim::nv::uva_base) return CUDA_ERROR_OUT_OF_MEMORY;
+  auto va = drv().mem_alloc(c->id, bytesize);
+  if (!va) return CUDA_ERROR_OUT_OF_MEMORY;  // VRAM (or UVA space) exhausted
+  *dptr = *va;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree(CUdeviceptr dptr) {
+  if (CUresult r = check_init()) return r;
+  const auto pid = p2psim::kernel::current_pid();
+  auto* a = drv().find_allocation(pid, dptr);
+  if (!a || a->va != dptr) return CUDA_ERROR_INVALID_VALUE;      // only an allocation's base
+  if (CUctx_st* c = context_of(a->ctx)) synchronize_context(c);  // "may synchronize"
+  drv().mem_free(pid, dptr);  // revokes pins through their free callbacks first (5.3)
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetAddressRange(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
+  if (CUresult r = check_init()) return r;
+  auto* a = drv().find_allocation(p2psim::kernel::current_pid(), dptr);
+  if (!a) return CUDA_ERROR_NOT_FOUND;  // the driver API's answer for an unknown address
+  if (pbase) *pbase = a->va;            // both outputs are optional
+  if (psize) *psize = a->size;
+  return CUDA_SUCCESS;
+}

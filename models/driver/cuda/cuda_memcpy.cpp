@@ -1,0 +1,194 @@
+// cuMemcpy* and streams: a copy is checked against the calling process's live allocations,
+// cut along the driver's VA -> VRAM page mapping (allocation pages are not contiguous in
+// VRAM), flagged with the synchronization it owes (guide 5.7), and handed to the installed
+// copy executor.
+#include <algorithm>
+#include <span>
+
+#include "models/driver/cuda/cuda_state.h"
+
+namespace p2psim::cuda {
+
+namespace {
+instant_copy_executor g_instant;
+copy_executor* g_executor = &g_instant;
+}  // namespace
+
+void install_copy_executor(copy_executor* e) {
+  g_executor = e ? e : &g_instant;
+}
+copy_executor& installed_copy_executor() {
+  return *g_executor;
+}
+
+void instant_copy_executor::copy(const copy_request& r) {
+  auto& d = nv::nvidia_driver::instance();
+  auto* hsrc = static_cast<const uint8_t*>(r.host_src);
+  auto* hdst = static_cast<uint8_t*>(r.host_dst);
+  std::vector<uint8_t> bounce;
+  for (const copy_segment& s : r.segments) {
+    if (r.src_gpu < 0) {
+      d.gpu(r.dst_gpu).vram->write(s.dst, {hsrc + s.src, s.bytes});
+    } else if (r.dst_gpu < 0) {
+      d.gpu(r.src_gpu).vram->read(s.src, {hdst + s.dst, s.bytes});
+    } else {  // through a buffer: source and destination may overlap
+      bounce.resize(s.bytes);
+      d.gpu(r.src_gpu).vram->read(s.src, bounce);
+      d.gpu(r.dst_gpu).vram->write(s.dst, bounce);
+    }
+  }
+}
+
+}  // namespace p2psim::cuda
+
+using namespace p2psim::cuda;
+using namespace p2psim::cuda::detail;
+using p2psim::nv::nvidia_driver;
+
+namespace {
+
+nvidia_driver& drv() {
+  return *installed_driver();
+}
+
+CUstream_st* live_stream(CUstream h) {
+  for (auto& s : global().streams)
+    if (s.get() == h) return s->alive && live_context(s->ctx) ? s.get() : nullptr;
+  return nullptr;
+}
+
+// The live allocation of the calling process holding all of [va, va + bytes), or nullptr.
+nvidia_driver::allocation* device_range(CUdeviceptr va, size_t bytes) {
+  auto* a = drv().find_allocation(p2psim::kernel::current_pid(), va);
+  return a && bytes <= a->va + a->size - va ? a : nullptr;
+}
+
+// Where byte `va` lives: its GPU and VRAM offset, and how many bytes follow it on that page.
+struct vram_byte {
+  int gpu;
+  uint64_t offset, left;
+};
+vram_byte locate(CUdeviceptr va) {
+  auto v = drv().vram_of(p2psim::kernel::current_pid(), va);  // present: va is allocated
+  return {v->first, v->second, p2psim::nv::gpu_page_bytes - va % p2psim::nv::gpu_page_bytes};
+}
+
+CUresult issue(copy_kind kind, CUdeviceptr dst_va, void* host_dst, CUdeviceptr src_va,
+               const void* host_src, size_t bytes, bool async, CUstream stream) {
+  if (CUresult r = check_init()) return r;
+  CUctx_st* c = current_context();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  if (stream && !live_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  const bool src_dev = kind != copy_kind::host_to_device;
+  const bool dst_dev = kind != copy_kind::device_to_host;
+  if ((!src_dev && !host_src) || (!dst_dev && !host_dst)) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes == 0) return CUDA_SUCCESS;
+  nvidia_driver::allocation* sa = src_dev ? device_range(src_va, bytes) : nullptr;
+  nvidia_driver::allocation* da = dst_dev ? device_range(dst_va, bytes) : nullptr;
+  if ((src_dev && !sa) || (dst_dev && !da)) return CUDA_ERROR_INVALID_VALUE;
+
+  copy_request r;
+  r.kind = kind;
+  r.pid = p2psim::kernel::current_pid();
+  r.ctx = c;
+  r.host_src = host_src;
+  r.host_dst = host_dst;
+  r.src_va = src_va;
+  r.dst_va = dst_va;
+  r.bytes = bytes;
+  r.async = async;
+  r.stream = stream;
+  r.src_sync_memops = sa && sa->sync_memops;
+  r.dst_sync_memops = da && da->sync_memops;
+  r.ctx_sync_memops = c->flags & CU_CTX_SYNC_MEMOPS;
+  r.complete_on_return = kind == copy_kind::device_to_host ||
+                         (!async && (r.src_sync_memops || r.dst_sync_memops || r.ctx_sync_memops));
+  for (uint64_t done = 0; done < bytes;) {
+    copy_segment s{done, done, bytes - done};
+    if (src_dev) {
+      vram_byte v = locate(src_va + done);
+      r.src_gpu = v.gpu;
+      s.src = v.offset;
+      s.bytes = std::min(s.bytes, v.left);
+    }
+    if (dst_dev) {
+      vram_byte v = locate(dst_va + done);
+      r.dst_gpu = v.gpu;
+      s.dst = v.offset;
+      s.bytes = std::min(s.bytes, v.left);
+    }
+    copy_segment* last = r.segments.empty() ? nullptr : &r.segments.back();
+    if (last && last->src + last->bytes == s.src && last->dst + last->bytes == s.dst)
+      last->bytes += s.bytes;  // adjacent in VRAM on both sides: one piece
+    else
+      r.segments.push_back(s);
+    done += s.bytes;
+  }
+  installed_copy_executor().copy(r);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount) {
+  return issue(copy_kind::host_to_device, dstDevice, nullptr, 0, srcHost, ByteCount, false,
+               nullptr);
+}
+CUresult cuMemcpyDtoH(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
+  return issue(copy_kind::device_to_host, 0, dstHost, srcDevice, nullptr, ByteCount, false,
+               nullptr);
+}
+CUresult cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
+  return issue(copy_kind::device_to_device, dstDevice, nullptr, srcDevice, nullptr, ByteCount,
+               false, nullptr);
+}
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                           CUstream hStream) {
+  return issue(copy_kind::host_to_device, dstDevice, nullptr, 0, srcHost, ByteCount, true, hStream);
+}
+CUresult cuMemcpyDtoHAsync(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                           CUstream hStream) {
+  return issue(copy_kind::device_to_host, 0, dstHost, srcDevice, nullptr, ByteCount, true, hStream);
+}
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                           CUstream hStream) {
+  return issue(copy_kind::device_to_device, dstDevice, nullptr, srcDevice, nullptr, ByteCount, true,
+               hStream);
+}
+
+// ---- streams ----
+
+CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
+  if (CUresult r = check_init()) return r;
+  if (!phStream || (Flags & ~unsigned(CU_STREAM_NON_BLOCKING))) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* c = current_context();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  auto s = std::make_unique<CUstream_st>();
+  s->ctx = c;
+  *phStream = s.get();
+  global().streams.push_back(std::move(s));  // kept as a tombstone once destroyed
+  return CUDA_SUCCESS;
+}
+
+// Returns at once: work still queued on the stream completes on its own.
+CUresult cuStreamDestroy(CUstream hStream) {
+  if (CUresult r = check_init()) return r;
+  CUstream_st* s = live_stream(hStream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  s->alive = false;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream) {
+  if (CUresult r = check_init()) return r;
+  CUctx_st* c = nullptr;
+  if (hStream) {
+    CUstream_st* s = live_stream(hStream);
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    c = s->ctx;
+  } else if (!(c = current_context())) {  // the NULL stream of the current context
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  installed_copy_executor().synchronize({p2psim::kernel::current_pid(), c, hStream, false});
+  return CUDA_SUCCESS;
+}

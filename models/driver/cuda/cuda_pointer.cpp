@@ -1,0 +1,170 @@
+// Pointer attributes (GPUDirect RDMA 13.3, 5.6 tokens, 5.7 SYNC_MEMOPS, 6.5 buffer ID tag
+// check, 7.2 Userspace API). A pointer is valid when it lies in a live cuMemAlloc allocation
+// of the calling process; anything else (a freed pointer, a host pointer, another process's
+// allocation) is "not GPU memory": CUDA_ERROR_INVALID_VALUE, which 6.5's tag check relies on.
+#include "models/driver/cuda/cuda_state.h"
+
+using namespace p2psim::cuda::detail;
+using p2psim::nv::nvidia_driver;
+
+namespace {
+
+nvidia_driver& drv() {
+  return *installed_driver();
+}
+
+nvidia_driver::allocation* allocation_at(CUdeviceptr ptr) {
+  return drv().find_allocation(p2psim::kernel::current_pid(), ptr);
+}
+
+// Querying tokens and setting SYNC_MEMOPS "have CUDA synchronizing behavior" (7.2): pending
+// copies on the allocation's context complete first.
+void synchronize_owner(const nvidia_driver::allocation& a) {
+  if (CUctx_st* c = context_of(a.ctx)) synchronize_context(c);
+}
+
+// Attribute `attr` of the live allocation `a`, which contains `ptr`.
+CUresult read_attribute(nvidia_driver::allocation& a, CUpointer_attribute attr, void* data,
+                        CUdeviceptr ptr) {
+  const auto* ctx = drv().find_context(a.ctx);
+  switch (attr) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      *static_cast<CUcontext*>(data) = context_of(a.ctx);
+      break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *static_cast<unsigned int*>(data) = CU_MEMORYTYPE_DEVICE;
+      break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      // "the device pointer ... in the current CUcontext": needs one. Equal to ptr under UVA.
+      if (!current_context()) return CUDA_ERROR_INVALID_CONTEXT;
+      *static_cast<CUdeviceptr*>(data) = ptr;
+      break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      return CUDA_ERROR_INVALID_VALUE;  // GPU pages are never mapped for the host (7.1)
+    case CU_POINTER_ATTRIBUTE_P2P_TOKENS: {
+      // The context's tokens (5.6). On the legacy path, retrieving them is what registers the
+      // allocation for CUDA API consistency: it turns SYNC_MEMOPS on (5.7).
+      auto* t = static_cast<CUDA_POINTER_ATTRIBUTE_P2P_TOKENS*>(data);
+      t->p2pToken = ctx->p2p_token;
+      t->vaSpaceToken = ctx->va_space_token;
+      synchronize_owner(a);
+      a.sync_memops = true;
+      break;
+    }
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+      *static_cast<unsigned int*>(data) = a.sync_memops;
+      break;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      *static_cast<unsigned long long*>(data) = a.buffer_id;  // never reused (6.5)
+      break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      *static_cast<unsigned int*>(data) = 0;
+      break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *static_cast<int*>(data) = ctx->gpu;
+      break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      *static_cast<CUdeviceptr*>(data) = a.va;
+      break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      *static_cast<size_t*>(data) = a.size;
+      break;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+      *static_cast<unsigned int*>(data) = 1;
+      break;
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+      *static_cast<unsigned int*>(data) = 1;  // cuMemAlloc memory can be pinned (7.1)
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;  // IPC and handle types are not modelled
+  }
+  return CUDA_SUCCESS;
+}
+
+// The attributes cuPointerGetAttributes takes: the driver API reference's list, minus what is
+// not modelled. P2P_TOKENS is not in that list.
+bool multi_supported(CUpointer_attribute attr) {
+  switch (attr) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The "default NULL value" cuPointerGetAttributes gives for what a pointer does not have.
+void write_default(CUpointer_attribute attr, void* data) {
+  switch (attr) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      *static_cast<CUcontext*>(data) = nullptr;
+      break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      *static_cast<void**>(data) = nullptr;
+      break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      *static_cast<CUdeviceptr*>(data) = 0;
+      break;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      *static_cast<unsigned long long*>(data) = 0;
+      break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      *static_cast<size_t*>(data) = 0;
+      break;
+    // 0 is a real ordinal: say "no device" as cudaPointerGetAttributes does.
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *static_cast<int*>(data) = CU_DEVICE_INVALID;
+      break;
+    default:
+      *static_cast<unsigned int*>(data) = 0;
+      break;  // the unsigned int booleans, type
+  }
+}
+
+}  // namespace
+
+CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  if (CUresult r = check_init()) return r;
+  if (!data) return CUDA_ERROR_INVALID_VALUE;
+  auto* a = allocation_at(ptr);
+  if (!a) return CUDA_ERROR_INVALID_VALUE;  // freed, host or foreign memory (6.5, 7.2)
+  return read_attribute(*a, attribute, data, ptr);
+}
+
+// Unlike cuPointerGetAttribute, an invalid pointer is not an error here: every attribute
+// gets its default and the call succeeds (driver API reference), which is how
+// cudaPointerGetAttributes classifies host memory. An unsupported attribute is an error.
+CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes,
+                                void** data, CUdeviceptr ptr) {
+  if (CUresult r = check_init()) return r;
+  if (numAttributes && (!attributes || !data)) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned int i = 0; i < numAttributes; ++i)  // check all before writing any
+    if (!data[i] || !multi_supported(attributes[i])) return CUDA_ERROR_INVALID_VALUE;
+  auto* a = allocation_at(ptr);
+  for (unsigned int i = 0; i < numAttributes; ++i)
+    if (!a || read_attribute(*a, attributes[i], data[i], ptr) != CUDA_SUCCESS)
+      write_default(attributes[i], data[i]);  // e.g. HOST_POINTER of device memory: NULL
+  return CUDA_SUCCESS;
+}
+
+CUresult cuPointerSetAttribute(const void* value, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  if (CUresult r = check_init()) return r;
+  if (!value || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) return CUDA_ERROR_INVALID_VALUE;
+  auto* a = allocation_at(ptr);
+  if (!a) return CUDA_ERROR_INVALID_VALUE;  // "anything else if pointer points to CPU memory"
+  // The whole allocation, whichever byte of it `ptr` names (7.2); pending synchronous copies
+  // complete before this returns.
+  synchronize_owner(*a);
+  a->sync_memops = *static_cast<const unsigned int*>(value) != 0;
+  return CUDA_SUCCESS;
+}

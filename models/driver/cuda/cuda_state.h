@@ -1,0 +1,60 @@
+// The CUDA user-space state of the simulated processes, shared by the files implementing
+// cuda.h. Private to the CUDA API model.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "models/driver/cuda/copy_executor.h"
+#include "models/driver/cuda/cuda.h"
+#include "models/driver/nvidia/nvidia_driver.h"
+
+// A context handle. Handles are never freed while their driver lives (a destroyed one stays
+// as a tombstone), so a stale handle can never alias a newer context.
+struct CUctx_st {
+  p2psim::kernel::pid_t pid = 0;
+  int id = 0;  // the driver's context id
+  int device = 0;
+  unsigned int flags = 0;
+  bool alive = true;
+};
+
+struct CUstream_st {
+  CUctx_st* ctx = nullptr;
+  bool alive = true;
+};
+
+namespace p2psim::cuda::detail {
+
+struct process_state {
+  bool initialized = false;
+  CUctx_st* current = nullptr;
+};
+
+struct state {
+  uint64_t driver_serial = 0;  // whose processes these are (0: no driver installed)
+  std::map<kernel::pid_t, process_state> processes;
+  std::vector<std::unique_ptr<CUctx_st>> contexts;
+  std::vector<std::unique_ptr<CUstream_st>> streams;
+};
+
+// The installed driver, or nullptr.
+nv::nvidia_driver* installed_driver();
+// The state for the installed driver: starts empty whenever another driver is installed, so a
+// new simulation (or test) never sees the processes of the previous one.
+state& global();
+// The calling process (kernel::current_pid()).
+process_state& me();
+// CUDA_SUCCESS once this process has called cuInit (and its driver is still installed).
+CUresult check_init();
+// The live context `c` of the calling process, or nullptr.
+CUctx_st* live_context(CUcontext c);
+// The current context if it is still alive, or nullptr.
+CUctx_st* current_context();
+// The live context of the calling process with the driver id `id`, or nullptr.
+CUctx_st* context_of(int id);
+// Waits for the executor's work in `ctx` (the synchronizing side of several calls).
+void synchronize_context(CUctx_st* ctx);
+
+}  // namespace p2psim::cuda::detail

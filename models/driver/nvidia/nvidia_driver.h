@@ -1,0 +1,176 @@
+// The model of NVIDIA's kernel driver behind nv-p2p.h and the CUDA driver API: GPUs and
+// their BAR1 apertures, processes, CUDA contexts and UVA allocations, and third-party pins
+// (GPUDirect RDMA 13.3, chapters 5-7). Pure C++: the nv-p2p and CUDA entry points call it;
+// the time a call takes is accumulated for the SystemC shell to wait out.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "models/driver/kernel/kernel.h"
+#include "models/driver/nvidia/nv-p2p.h"
+#include "models/gpu/bar1_page_table.h"
+#include "models/memory/backing_store.h"
+
+namespace p2psim::nv {
+
+inline constexpr uint64_t gpu_page_bytes = 64 * 1024;   // GPU_BOUND_SIZE (guide 6.2)
+inline constexpr uint64_t uva_base = 0x2'0000'0000ull;  // the CUDA VA range (guide 7.1)
+inline constexpr uint64_t uva_limit = 1ull << 40;       // "within the first 40 bits"
+
+// What the driver manages on one GPU: the GPU model's own BAR1 page table and VRAM.
+struct gpu_resources {
+  std::string name;
+  std::array<uint8_t, NVIDIA_P2P_GPU_UUID_LEN> uuid{};
+  gpu::bar1_page_table* bar1 = nullptr;
+  uint64_t bar1_bus_base = 0;  // bus address of BAR1
+  memory::backing_store* vram = nullptr;
+};
+
+struct driver_config {
+  bool share_bar1 = true;             // CUDA 7.0+: overlapping pins share BAR1 pages (guide 4.7);
+                                      // false: CUDA 6.0, new BAR1 space every time (4.8)
+  bool accept_null_callback = false;  // drivers before R535 took NULL as "persistent" (4.2)
+  double pin_base_ns = 10'000;        // nvidia_p2p_get_pages: "up to milliseconds" (guide 5.1)
+  double pin_page_ns = 1'000;         // ... plus this per 64 KiB page
+  double unpin_base_ns = 5'000;
+  uint64_t seed = 1;  // randomized p2pTokens (guide 7.2)
+};
+
+// Something a caller did wrong, or an event worth a line in the report.
+struct driver_event {
+  std::string what;  // "put_pages inside free callback", "callback", ...
+  std::string detail;
+};
+
+struct driver_counters {
+  uint64_t pins = 0, unpins = 0, persistent_pins = 0, callbacks = 0, refused = 0;
+  uint64_t bar1_pages_peak = 0;
+  double pin_ns = 0;  // total simulated time spent pinning and unpinning
+};
+
+class nvidia_driver {
+ public:
+  explicit nvidia_driver(const driver_config& c = {});
+  ~nvidia_driver();
+  nvidia_driver(const nvidia_driver&) = delete;
+  nvidia_driver& operator=(const nvidia_driver&) = delete;
+
+  // The driver the nv-p2p.h and cuda.h entry points of this process talk to.
+  static nvidia_driver& instance();
+  static void install(nvidia_driver* d);
+
+  int add_gpu(const gpu_resources& g);  // returns the device ordinal
+  int gpu_count() const { return int(m_gpus.size()); }
+  const gpu_resources& gpu(int ordinal) const { return m_gpus.at(ordinal).res; }
+  const driver_config& config() const { return m_config; }
+  // Tells driver instances apart (a new one may take a destroyed one's address), so that
+  // user-space state kept per driver, such as the CUDA API model's, can see it is stale.
+  uint64_t serial() const { return m_serial; }
+
+  // ---- processes, contexts, allocations (used by the CUDA API model) ----
+  struct context {
+    int id = 0;
+    kernel::pid_t pid = 0;
+    int gpu = 0;
+    uint64_t p2p_token = 0;       // randomized (guide 7.2)
+    uint32_t va_space_token = 0;  // one per context: tokens identify a GPU VA space (5.6)
+    bool alive = true;
+  };
+  struct allocation {
+    uint64_t va = 0, size = 0;
+    int ctx = 0;
+    uint64_t buffer_id = 0;  // unique for the life of the driver (guide 7.2)
+    bool sync_memops = false;
+  };
+  int create_context(kernel::pid_t pid, int gpu);
+  // Destroys the context and frees its allocations (running free callbacks). false if no such
+  // live context of `pid`.
+  bool destroy_context(kernel::pid_t pid, int ctx);
+  const context* find_context(int ctx) const;
+  // A UVA allocation in `ctx` (first fit, lowest address, so freed VAs are reused); nullopt
+  // when VRAM or VA space is exhausted.
+  std::optional<uint64_t> mem_alloc(int ctx, uint64_t size);
+  // Frees the allocation starting at `va` of process `pid`, revoking pins first (5.3).
+  bool mem_free(kernel::pid_t pid, uint64_t va);
+  // The live allocation of `pid` that contains `va`.
+  allocation* find_allocation(kernel::pid_t pid, uint64_t va);
+  // Exit of a process: all its memory is freed, callbacks run, contexts go (5.3).
+  void process_exit(kernel::pid_t pid);
+  // VRAM offset and GPU of the byte at `va` in `pid`'s address space.
+  std::optional<std::pair<int, uint64_t>> vram_of(kernel::pid_t pid, uint64_t va) const;
+
+  // ---- nv-p2p (nv-p2p.h forwards here) ----
+  int get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64_t va, uint64_t length,
+                nvidia_p2p_page_table_t** table, void (*cb)(void*), void* data, bool persistent);
+  int put_pages(uint64_t p2p_token, uint32_t va_space_token, uint64_t va,
+                nvidia_p2p_page_table_t* table, bool persistent);
+  int free_page_table(nvidia_p2p_page_table_t* table);
+  int dma_map_pages(pci_dev* peer, nvidia_p2p_page_table_t* table,
+                    nvidia_p2p_dma_mapping_t** mapping);
+  int dma_unmap_pages(pci_dev* peer, nvidia_p2p_page_table_t* table,
+                      nvidia_p2p_dma_mapping_t* mapping);
+  int free_dma_mapping(nvidia_p2p_dma_mapping_t* mapping);
+
+  // ---- what happened ----
+  const driver_counters& counters() const { return m_counters; }
+  const std::vector<driver_event>& events() const { return m_events; }
+  uint64_t bar1_used_bytes(int gpu) const;  // the reserved region plus every mapped page
+  // Simulated time the calls since the last take cost (pinning is slow: guide 5.1).
+  double take_elapsed_ns();
+
+ private:
+  struct pin;
+  struct gpu_state {
+    gpu_resources res;
+    std::vector<bool> vram_used;                          // per 64 KiB page
+    std::map<uint64_t, std::pair<uint64_t, int>> shared;  // VRAM page -> (BAR1 page, refs)
+  };
+  struct va_page {  // one 64 KiB page of a process's UVA space
+    int gpu = 0;
+    uint64_t vram_page = 0;
+    int allocations = 0;  // allocations touching it
+    int pins = 0;         // persistent pins holding it after its allocations went
+  };
+  struct process_state {
+    std::map<uint64_t, allocation> allocations;  // by va
+    std::map<uint64_t, uint64_t> free_va;        // start -> size
+    std::map<uint64_t, va_page> pages;           // by VA page number
+  };
+
+  int refuse(int err, const std::string& what, const std::string& detail);
+  process_state& process(kernel::pid_t pid);
+  pin* live_pin(nvidia_p2p_page_table_t* t);
+  void free_allocation(kernel::pid_t pid, uint64_t va, const std::string& why);
+  void revoke(pin& p, const std::string& why);
+  void release_bar1(pin& p);
+  void release_va_page(process_state& ps, uint64_t page_number);
+  std::optional<uint64_t> take_va(process_state& ps, uint64_t size, uint64_t align);
+  void give_back_va(process_state& ps, uint64_t start, uint64_t len);
+  std::optional<uint64_t> take_vram_page(int gpu);
+  void note(const std::string& what, const std::string& detail);
+
+  driver_config m_config;
+  uint64_t m_serial;
+  std::vector<gpu_state> m_gpus;
+  std::map<int, context> m_contexts;
+  std::map<kernel::pid_t, process_state> m_processes;
+  std::vector<std::unique_ptr<pin>> m_pins;  // never erased: a freed pin stays as a tombstone,
+                                             // so its page table's address is never reused
+  std::mt19937_64 m_rng;
+  int m_next_ctx = 1;
+  uint32_t m_next_va_space = 1;
+  uint64_t m_next_buffer_id = 1;
+  driver_counters m_counters;
+  std::vector<driver_event> m_events;
+  double m_elapsed_ns = 0;
+};
+
+}  // namespace p2psim::nv

@@ -1,0 +1,87 @@
+#include "models/driver/peer/kmd.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace p2psim::peer {
+
+kmd::kmd(pci_dev* device, bool use_dma_map) : m_device(device), m_use_dma_map(use_dma_map) {
+  m_wait = [](kmd_region& r) {
+    if (r.in_flight)
+      throw std::logic_error("free callback with DMA in flight and no way to wait for it");
+  };
+}
+
+kmd::~kmd() = default;
+
+int kmd::pin(uint64_t address, uint64_t size, kmd_region** out) {
+  if (!size || !out) return -EINVAL;
+  // do proper alignment, as required by the NVIDIA kernel driver (guide 6.2)
+  uint64_t virt_start = address & gpu_bound_mask;
+  uint64_t pin_size = (address + size - virt_start + gpu_bound_size - 1) & gpu_bound_mask;
+  auto r = std::make_unique<kmd_region>();
+  r->va = virt_start;
+  r->size = pin_size;
+  r->owner = this;
+  int ret =
+      nvidia_p2p_get_pages(0, 0, virt_start, pin_size, &r->page_table, free_callback, r.get());
+  if (ret == 0 && m_use_dma_map) {
+    ret = nvidia_p2p_dma_map_pages(m_device, r->page_table, &r->dma_mapping);
+    if (ret) nvidia_p2p_put_pages(0, 0, virt_start, r->page_table);
+  }
+  if (ret) {
+    ++m_stats.pin_failures;
+    return ret;
+  }
+  ++m_stats.pins;
+  *out = r.get();
+  m_regions.push_back(std::move(r));
+  return 0;
+}
+
+int kmd::unpin(kmd_region* r) {
+  if (!r || r->invalidated) return -EINVAL;
+  if (r->dma_mapping) nvidia_p2p_dma_unmap_pages(m_device, r->page_table, r->dma_mapping);
+  int ret = nvidia_p2p_put_pages(0, 0, r->va, r->page_table);
+  if (ret == 0) {
+    ++m_stats.unpins;
+    m_regions.erase(std::find_if(m_regions.begin(), m_regions.end(),
+                                 [&](const auto& p) { return p.get() == r; }));
+  }
+  return ret;
+}
+
+int kmd::dma_segments(const kmd_region& r, uint64_t address, uint64_t length, uint64_t local_offset,
+                      std::vector<bus_segment>& out) const {
+  if (r.invalidated || address < r.va || address + length > r.va + r.size || !length)
+    return -EINVAL;
+  const uint64_t page = gpu_bound_size;  // the page table's 64 KiB pages
+  uint64_t a = address, end = address + length;
+  while (a < end) {
+    uint64_t index = (a - r.va) / page;
+    uint64_t base = r.dma_mapping ? r.dma_mapping->dma_addresses[index]
+                                  : r.page_table->pages[index]->physical_address;
+    uint64_t n = std::min(end, (a / page + 1) * page) - a;
+    uint64_t bus = base + a % page;
+    if (!out.empty() && out.back().bus_address + out.back().length == bus)
+      out.back().length += n;  // contiguous BAR1 pages: one descriptor
+    else
+      out.push_back({bus, n, local_offset});
+    local_offset += n;
+    a += n;
+  }
+  return 0;
+}
+
+void kmd::free_callback(void* data) {
+  auto* r = static_cast<kmd_region*>(data);
+  kmd& k = *r->owner;
+  ++k.m_stats.callbacks;
+  if (r->in_flight) ++k.m_stats.waited_callbacks;
+  k.m_wait(*r);  // wait_for_pending_transfers(state) (guide 6.4)
+  r->invalidated = true;
+  if (r->dma_mapping) nvidia_p2p_free_dma_mapping(r->dma_mapping);
+  nvidia_p2p_free_page_table(r->page_table);
+}
+
+}  // namespace p2psim::peer

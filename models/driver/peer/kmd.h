@@ -1,0 +1,80 @@
+// The third-party device's kernel driver (GPUDirect RDMA 13.3, 6.2-6.4): pins GPU memory
+// with nvidia_p2p_get_pages on 64 KiB-rounded ranges, maps it for its device, builds DMA
+// descriptors from the page table (or the DMA mapping), and, when the NVIDIA driver revokes
+// a mapping, waits for its in-flight DMA before freeing the page table. Pure C++: how the
+// free callback waits is a hook the simulation fills in with simulated time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "models/driver/nvidia/nv-p2p.h"
+
+namespace p2psim::peer {
+
+// GPU_BOUND_* of the guide's sample (6.2): BAR1 is mapped in 64 KiB pages.
+inline constexpr uint64_t gpu_bound_shift = 16;
+inline constexpr uint64_t gpu_bound_size = 1ull << gpu_bound_shift;
+inline constexpr uint64_t gpu_bound_offset = gpu_bound_size - 1;
+inline constexpr uint64_t gpu_bound_mask = ~gpu_bound_offset;
+
+struct bus_segment {
+  uint64_t bus_address = 0;
+  uint64_t length = 0;
+  uint64_t local_offset = 0;  // where in the device's local memory
+};
+
+class kmd;
+
+// One pinned region: the guide's kmd_state.
+struct kmd_region {
+  uint64_t va = 0, size = 0;  // 64 KiB aligned
+  nvidia_p2p_page_table_t* page_table = nullptr;
+  nvidia_p2p_dma_mapping_t* dma_mapping = nullptr;
+  int in_flight = 0;         // DMAs that use the region right now
+  bool invalidated = false;  // the free callback ran: the pages are gone
+  kmd* owner = nullptr;
+};
+
+struct kmd_stats {
+  uint64_t pins = 0, unpins = 0, pin_failures = 0, callbacks = 0, waited_callbacks = 0;
+};
+
+class kmd {
+ public:
+  // `use_dma_map`: program the device with nvidia_p2p_dma_map_pages addresses (needed with
+  // a translating IOMMU) rather than the page table's physical addresses.
+  kmd(pci_dev* device, bool use_dma_map);
+  ~kmd();
+
+  // The guide's kmd_pin_memory: rounds [address, address + size) out to 64 KiB and pins it.
+  // 0 or the -errno of nvidia_p2p_get_pages / _dma_map_pages; -EINVAL for size 0.
+  int pin(uint64_t address, uint64_t size, kmd_region** out);
+  // The guide's unpin_memory (6.3); -EINVAL if the region was revoked meanwhile (its page
+  // table is already gone and must not be used).
+  int unpin(kmd_region* r);
+  // Descriptors for [address, address + length) of a pinned region, one per contiguous run
+  // of bus addresses; -EINVAL outside the region or after revocation.
+  int dma_segments(const kmd_region& r, uint64_t address, uint64_t length, uint64_t local_offset,
+                   std::vector<bus_segment>& out) const;
+  void dma_begin(kmd_region& r) { ++r.in_flight; }
+  void dma_end(kmd_region& r) { --r.in_flight; }
+
+  // How the free callback waits for a region's DMA to drain; the default requires it idle.
+  void set_wait_for_idle(std::function<void(kmd_region&)> wait) { m_wait = std::move(wait); }
+  const kmd_stats& stats() const { return m_stats; }
+  pci_dev* device() const { return m_device; }
+
+ private:
+  static void free_callback(void* data);  // the guide's free_callback (6.4)
+
+  pci_dev* m_device;
+  bool m_use_dma_map;
+  std::vector<std::unique_ptr<kmd_region>> m_regions;
+  std::function<void(kmd_region&)> m_wait;
+  kmd_stats m_stats;
+};
+
+}  // namespace p2psim::peer

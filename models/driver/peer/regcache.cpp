@@ -1,0 +1,89 @@
+#include "models/driver/peer/regcache.h"
+
+#include <algorithm>
+
+#include "models/driver/cuda/cuda.h"
+
+namespace p2psim::peer {
+
+regcache::regcache(kmd& k, const regcache_params& p) : m_kmd(k), m_params(p) {}
+
+// The guide's buf_is_gpu_pinning_valid (6.5). The cache lives in user space and gets no
+// up-call when the kernel driver's free callback revokes a region: the buffer ID is how it
+// finds out. Without the check a stale entry is served, and the DMA programmed from it fails.
+bool regcache::still_valid(const entry& e) const {
+  if (!m_params.tag_check) return true;
+  uint64_t id = 0;
+  CUresult rc = cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, e.pointer);
+  return rc == CUDA_SUCCESS && id == e.buffer_id;
+}
+
+void regcache::drop(std::list<entry>::iterator it, bool unpin) {
+  m_stats.pinned_bytes -= it->region->size;
+  if (unpin && !it->region->invalidated) m_kmd.unpin(it->region);
+  m_lru.erase(it);
+}
+
+bool regcache::evict_one() {
+  for (auto it = m_lru.rbegin(); it != m_lru.rend(); ++it)
+    if (it->users == 0) {
+      ++m_stats.evictions;
+      drop(std::next(it).base(), true);
+      return true;
+    }
+  return false;
+}
+
+int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
+  if (!out || !size) return -EINVAL;
+  for (auto it = m_lru.begin(); it != m_lru.end(); ++it) {
+    if (address < it->pointer || address + size > it->pointer + it->size) continue;
+    if (!still_valid(*it)) {  // freed or reallocated since: invalidate, then re-pin (6.5)
+      ++m_stats.tag_invalidations;
+      if (it->users == 0) drop(it, true);  // (a revoked region is not unpinned again)
+      break;
+    }
+    ++m_stats.hits;
+    ++it->users;
+    m_lru.splice(m_lru.begin(), m_lru, it);
+    *out = m_lru.front().region;
+    return 0;
+  }
+  ++m_stats.misses;
+  // Pin the whole allocation (6.5 step 1), so later uses of other parts of it hit.
+  CUdeviceptr base = 0;
+  size_t bytes = 0;
+  if (cuMemGetAddressRange(&base, &bytes, address) != CUDA_SUCCESS) return -EINVAL;
+  if (address + size > base + bytes) return -EINVAL;
+  const uint64_t aligned = base & gpu_bound_mask;  // what kmd::pin will pin (6.2 rounding)
+  const uint64_t aligned_size = (base + bytes - aligned + gpu_bound_size - 1) & gpu_bound_mask;
+  while (m_params.max_pinned_bytes &&
+         m_stats.pinned_bytes + aligned_size > m_params.max_pinned_bytes && evict_one()) {
+  }
+  kmd_region* r = nullptr;
+  int ret;
+  while ((ret = m_kmd.pin(base, bytes, &r)) == -ENOMEM) {  // BAR1 full: evict LRU, retry
+    if (!evict_one()) return ret;
+    ++m_stats.enomem_retries;
+  }
+  if (ret) return ret;
+  entry e;
+  e.pointer = base;
+  e.size = bytes;
+  e.region = r;
+  e.users = 1;
+  cuPointerGetAttribute(&e.buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, base);
+  m_lru.push_front(e);
+  m_stats.pinned_bytes += r->size;
+  m_stats.peak_pinned_bytes = std::max(m_stats.peak_pinned_bytes, m_stats.pinned_bytes);
+  *out = r;
+  return 0;
+}
+
+void regcache::release(kmd_region* r) {
+  auto it = std::find_if(m_lru.begin(), m_lru.end(), [&](const entry& e) { return e.region == r; });
+  if (it == m_lru.end()) return;  // revoked meanwhile
+  if (--it->users == 0 && !m_params.enabled) drop(it, true);
+}
+
+}  // namespace p2psim::peer

@@ -1,0 +1,59 @@
+// A registration (pin-down) cache over the third-party kernel driver (GPUDirect RDMA 13.3,
+// 5.1 Lazy Unpinning, 5.2 Registration Cache, 6.5 Buffer ID Tag Check): whole allocations
+// (cuMemGetAddressRange) are pinned once, rounded to 64 KiB, kept pinned after use and
+// evicted least-recently-used when a limit is reached or BAR1 runs out (-ENOMEM: evict and
+// retry). Before an entry is reused its buffer ID is checked, so a freed or reallocated
+// buffer is never served from a stale mapping.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <string>
+
+#include "models/driver/peer/kmd.h"
+
+namespace p2psim::peer {
+
+struct regcache_params {
+  bool enabled = true;            // false: pin before and unpin after every use
+  bool tag_check = true;          // check CU_POINTER_ATTRIBUTE_BUFFER_ID on every hit (6.5)
+  uint64_t max_pinned_bytes = 0;  // evict beyond this; 0: only BAR1 exhaustion evicts
+};
+
+struct regcache_stats {
+  uint64_t hits = 0, misses = 0, evictions = 0, enomem_retries = 0;
+  uint64_t tag_invalidations = 0;  // entries found stale by the buffer-ID check
+  uint64_t pinned_bytes = 0, peak_pinned_bytes = 0;
+};
+
+class regcache {
+ public:
+  regcache(kmd& k, const regcache_params& p);
+
+  // A pinned region covering [address, address + size), from the cache or freshly pinned.
+  // 0, or a -errno (-EINVAL for memory that is not a live GPU allocation, -ENOMEM when
+  // nothing more can be evicted).
+  int acquire(uint64_t address, uint64_t size, kmd_region** out);
+  // Done with it: stays pinned (lazy unpinning) unless the cache is disabled.
+  void release(kmd_region* r);
+  const regcache_stats& stats() const { return m_stats; }
+  size_t entries() const { return m_lru.size(); }
+
+ private:
+  struct entry {
+    uint64_t pointer = 0, size = 0;  // the allocation (cuMemGetAddressRange)
+    uint64_t buffer_id = 0;          // taken right after pinning (6.5)
+    kmd_region* region = nullptr;
+    int users = 0;
+  };
+  bool still_valid(const entry& e) const;
+  void drop(std::list<entry>::iterator it, bool unpin);
+  bool evict_one();
+
+  kmd& m_kmd;
+  regcache_params m_params;
+  std::list<entry> m_lru;  // most recently used first
+  regcache_stats m_stats;
+};
+
+}  // namespace p2psim::peer

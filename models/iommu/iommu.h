@@ -1,0 +1,86 @@
+// An IOMMU translation domain for one device (DESIGN.md section 5; GPUDirect RDMA 13.3, 5.4
+// IOMMUs): off (no IOMMU), pass-through (identity), or translating through I/O page tables
+// with an IOTLB. Pure logic; the root complex consults it for every request from a device.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+namespace p2psim::iommu {
+
+enum class mode { off, passthrough, translating };
+const char* to_string(mode m);
+
+struct iommu_params {
+  mode what = mode::off;
+  uint64_t page_bytes = 4096;       // I/O page size: a power of two, at least 4 KiB
+  uint64_t iova_base = 1ull << 32;  // where the IOVA allocator starts
+  uint64_t iova_limit = 1ull << 48;
+  uint32_t iotlb_entries = 64;   // 0: no IOTLB (every access walks the tables)
+  double miss_latency_ns = 300;  // page walk on an IOTLB miss
+};
+
+struct translation {
+  bool ok = false;        // false: no mapping (or no permission): the DMA is blocked
+  uint64_t address = 0;   // the physical address
+  bool iotlb_hit = true;  // false: a page walk (miss_latency_ns) was needed
+};
+
+struct iommu_stats {
+  uint64_t translations = 0, iotlb_hits = 0, iotlb_misses = 0, iotlb_evictions = 0;
+  uint64_t faults = 0;        // unmapped or permission-violating accesses
+  uint64_t mapped_pages = 0;  // I/O pages mapped now
+  uint64_t maps = 0, unmaps = 0;
+};
+
+class iommu_domain {
+ public:
+  // Throws std::invalid_argument for a page size that is not a power of two of at least 4 KiB.
+  explicit iommu_domain(const iommu_params& p = {});
+  mode what() const { return m_params.what; }
+  const iommu_params& params() const { return m_params; }
+  // Maps [phys, phys + bytes) at a fresh IOVA range (page granular; the offset of `phys`
+  // within its page is kept). Off / pass-through: returns `phys` itself. nullopt when the
+  // IOVA space is exhausted or `bytes` is 0.
+  std::optional<uint64_t> map(uint64_t phys, uint64_t bytes, bool readable = true,
+                              bool writable = true);
+  // Unmaps the I/O pages of [iova, iova + bytes) (what map() returned, or part of it) and
+  // drops them from the IOTLB; false, changing nothing, if any of them was not mapped.
+  bool unmap(uint64_t iova, uint64_t bytes);
+  // The physical address a DMA to `iova` reaches.
+  translation translate(uint64_t iova, bool write);
+  const iommu_stats& stats() const { return m_stats; }
+
+ private:
+  // A run of I/O pages mapped onto as many consecutive physical pages: one map() is one run,
+  // so a large mapping costs one entry, yet lookups and unmaps stay page granular.
+  struct extent {
+    uint64_t pages;
+    uint64_t phys_page;
+    bool readable, writable;
+  };
+  bool identity() const { return m_params.what != mode::translating; }
+  const extent* lookup(uint64_t page, uint64_t& first) const;
+  bool covered(uint64_t first, uint64_t last) const;
+  void split_at(uint64_t page);
+  std::optional<uint64_t> allocate(uint64_t pages);
+  void release(uint64_t first, uint64_t pages);
+  bool iotlb_lookup(uint64_t page);
+  void iotlb_insert(uint64_t page);
+  void iotlb_invalidate(uint64_t first, uint64_t last);
+
+  iommu_params m_params;
+  unsigned m_shift = 12;               // log2(page_bytes)
+  std::map<uint64_t, extent> m_table;  // first I/O page of a run -> the run
+  uint64_t m_next_page = 0;            // bump allocator, in I/O pages
+  uint64_t m_limit_page = 0;
+  std::map<uint64_t, uint64_t> m_free;  // freed IOVA below m_next_page: first page -> pages
+  std::list<uint64_t> m_lru;            // IOTLB, most recent first
+  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> m_iotlb;
+  iommu_stats m_stats;
+};
+
+}  // namespace p2psim::iommu

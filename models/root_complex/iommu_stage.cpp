@@ -1,0 +1,74 @@
+#include "models/root_complex/iommu_stage.h"
+
+#include <algorithm>
+
+#include "models/link/stream_log.h"
+#include "models/link/tlp_txn.h"
+
+namespace p2psim::root_complex {
+
+using namespace sc_core;
+
+iommu_stage::iommu_stage(sc_module_name name, int ports, deliver_fn deliver)
+    : sc_module(name), m_ports(ports), m_deliver(std::move(deliver)) {
+  SC_METHOD(drain);
+  sensitive << m_wake;
+  dont_initialize();
+}
+
+iommu::iommu_domain& iommu_stage::add_domain(uint16_t requester_id, const iommu::iommu_params& p) {
+  auto& d = m_domains[requester_id];
+  d = std::make_unique<iommu::iommu_domain>(p);
+  return *d;
+}
+
+iommu::iommu_domain* iommu_stage::domain(uint16_t requester_id) {
+  auto it = m_domains.find(requester_id);
+  return it == m_domains.end() ? nullptr : it->second.get();
+}
+
+void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
+  auto& pq = m_ports[port];
+  const uint64_t now = link::now_ps();
+  uint64_t ready = std::max(now, pq.busy_until_ps);
+  bool blocked = false;
+  auto& h = link::hdr(gp);
+  const bool request = h.type == pcie::tlp_type::mwr || h.type == pcie::tlp_type::mrd;
+  if (auto* d = request ? domain(h.requester_id) : nullptr) {
+    // A request never crosses 4 KiB and I/O pages are at least that big: one translation.
+    auto t = d->translate(h.address, h.type == pcie::tlp_type::mwr);
+    if (!t.iotlb_hit) {
+      const uint64_t walk = uint64_t(d->params().miss_latency_ns * 1000 + 0.5);
+      ready += walk;
+      m_walk_wait_ps += walk;
+    }
+    if (t.ok)
+      h.address = t.address;  // on to the physical address; the payload is unchanged
+    else
+      blocked = true;
+  }
+  pq.busy_until_ps = ready;
+  if (pq.waiting.empty() && ready == now) {
+    m_deliver(port, gp, blocked);
+    return;
+  }
+  pq.waiting.push_back({&gp, ready, blocked});
+  if (pq.waiting.size() == 1) m_wake.notify(link::ps(ready - now));  // an earlier one wins
+}
+
+void iommu_stage::drain() {
+  const uint64_t now = link::now_ps();
+  uint64_t next = UINT64_MAX;
+  for (size_t port = 0; port < m_ports.size(); ++port) {
+    auto& q = m_ports[port].waiting;
+    while (!q.empty() && q.front().ready_ps <= now) {
+      held h = q.front();
+      q.pop_front();  // before delivering: the root complex may hand us more
+      m_deliver(int(port), *h.gp, h.blocked);
+    }
+    if (!q.empty()) next = std::min(next, q.front().ready_ps);
+  }
+  if (next != UINT64_MAX) m_wake.notify(link::ps(next - now));
+}
+
+}  // namespace p2psim::root_complex

@@ -1,0 +1,85 @@
+// A world for driver-level conformance tests: an NVIDIA driver model with N GPUs (each its
+// own BAR1 page table and VRAM backing store), installed as the driver of this test process,
+// and a current process id. Every knob can be overridden; the defaults are Kepler's smallest
+// BAR1 geometry (guide 5.5: 256 MB, 32 MB of it reserved) and a VRAM small enough to exhaust.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/driver/kernel/kernel.h"
+#include "models/driver/nvidia/nvidia_driver.h"
+#include "models/gpu/bar1_page_table.h"
+#include "models/memory/backing_store.h"
+
+namespace p2psim::test {
+
+struct gpu_config {
+  uint64_t bar1_bytes = 256ull << 20;
+  uint64_t bar1_reserved = 32ull << 20;
+  uint64_t vram_bytes = 64ull << 20;
+  uint64_t bar1_bus_base = 0;  // 0: 0x4000'0000'0000 + ordinal * 64 GiB
+  std::string name;            // empty: "gpu<ordinal>"
+};
+
+struct world_config {
+  int gpus = 1;
+  gpu_config gpu;                // for every GPU ...
+  std::vector<gpu_config> each;  // ... unless overridden here, by ordinal
+  nv::driver_config driver;
+  kernel::pid_t pid = 1;  // the current process (0 would be a kernel thread)
+};
+
+inline world_config gpus(int n) {
+  world_config c;
+  c.gpus = n;
+  return c;
+}
+
+class world {
+ public:
+  static constexpr uint64_t default_bar1_base = 0x4000'0000'0000ull;
+  static constexpr uint64_t bar1_spacing = 64ull << 30;
+
+  explicit world(const world_config& c = {}) : m_config(c) {
+    m_driver = std::make_unique<nv::nvidia_driver>(c.driver);
+    for (int i = 0; i < c.gpus; ++i) {
+      const gpu_config& g = size_t(i) < c.each.size() ? c.each[i] : c.gpu;
+      m_bar1.push_back(std::make_unique<gpu::bar1_page_table>(g.bar1_bytes, g.bar1_reserved));
+      m_vram.push_back(std::make_unique<memory::backing_store>(g.vram_bytes));
+      nv::gpu_resources r;
+      r.name = g.name.empty() ? "gpu" + std::to_string(i) : g.name;
+      for (size_t k = 0; k < r.uuid.size(); ++k) r.uuid[k] = uint8_t(0x10 * (i + 1) + k);
+      r.bar1 = m_bar1.back().get();
+      r.bar1_bus_base =
+          g.bar1_bus_base ? g.bar1_bus_base : default_bar1_base + uint64_t(i) * bar1_spacing;
+      r.vram = m_vram.back().get();
+      m_driver->add_gpu(r);
+    }
+    nv::nvidia_driver::install(m_driver.get());
+    kernel::set_current_pid(c.pid);
+  }
+  ~world() {
+    m_driver.reset();  // uninstalls itself; before the BAR1 tables and VRAM it points into
+    kernel::set_current_pid(0);
+  }
+  world(const world&) = delete;
+  world& operator=(const world&) = delete;
+
+  nv::nvidia_driver& driver() { return *m_driver; }
+  gpu::bar1_page_table& bar1(int gpu) { return *m_bar1.at(gpu); }
+  memory::backing_store& vram(int gpu) { return *m_vram.at(gpu); }
+  const nv::gpu_resources& gpu(int ordinal) const { return m_driver->gpu(ordinal); }
+  kernel::pid_t pid() const { return m_config.pid; }
+
+ private:
+  world_config m_config;
+  std::vector<std::unique_ptr<gpu::bar1_page_table>> m_bar1;
+  std::vector<std::unique_ptr<memory::backing_store>> m_vram;
+  std::unique_ptr<nv::nvidia_driver> m_driver;
+};
+
+}  // namespace p2psim::test
