@@ -56,6 +56,52 @@ void matrix(std::ostream& os, const std::string& title, const std::vector<std::s
   os << "\n";
 }
 
+// The program's outcome: nvidia-smi's BAR1 Memory Usage block per GPU, the driver's and the
+// registration cache's counts, and each DMA.
+void print_program(std::ostream& os, const nlohmann::json& p) {
+  size_t failed = 0;
+  for (const auto& s : p["steps"]) failed += !s["ok"].get<bool>();
+  os << fmt::format("Program: {} steps, {}\n", p["steps"].size(),
+                    failed ? fmt::format("{} not as expected", failed) : "all as expected");
+  auto mib = [](const nlohmann::json& v) { return v.get<uint64_t>() >> 20; };
+  for (const auto& b : p["bar1"]) {
+    os << fmt::format("    {}\n        BAR1 Memory Usage\n", b["gpu"].get<std::string>());
+    os << fmt::format("            Total                             : {} MiB\n", mib(b["total_bytes"]));
+    os << fmt::format("            Used                              : {} MiB\n", mib(b["used_bytes"]));
+    os << fmt::format("            Free                              : {} MiB\n", mib(b["free_bytes"]));
+    os << fmt::format("            Peak Used                         : {} MiB\n",
+                      mib(b["peak_used_bytes"]));
+  }
+  const auto& d = p["driver"];
+  os << fmt::format("    nv-p2p: {} pins, {} unpins, {} free callbacks, {} refused calls; "
+                    "pinning took {:.3f} ms\n",
+                    d["pins"].get<uint64_t>(), d["unpins"].get<uint64_t>(),
+                    d["callbacks"].get<uint64_t>(), d["refused_calls"].get<uint64_t>(),
+                    d["pinning_ns"].get<double>() / 1e6);
+  if (p.contains("regcache")) {
+    const auto& c = p["regcache"];
+    os << fmt::format("    registration cache: {} hits, {} misses, {} evictions, {} retries "
+                      "after -ENOMEM, {} stale (buffer ID)\n",
+                      c["hits"].get<uint64_t>(), c["misses"].get<uint64_t>(),
+                      c["evictions"].get<uint64_t>(), c["enomem_retries"].get<uint64_t>(),
+                      c["tag_invalidations"].get<uint64_t>());
+  }
+  if (!p["dma"].empty()) {
+    os << fmt::format("    {:<14}{:<7}{:>12}{:>12}{:>10}\n", "DMA", "op", "bytes", "refused",
+                      "GB/s");
+    for (const auto& x : p["dma"])
+      os << fmt::format("    {:<14}{:<7}{:>12}{:>12}{:>10.2f}\n", x["name"].get<std::string>(),
+                        x["op"].get<std::string>(), x["bytes"].get<uint64_t>(),
+                        x["failed_bytes"].get<uint64_t>(), x["gbps"].get<double>());
+    os << "    (GB/s over each DMA's span, pinning pauses included)\n";
+  }
+  for (const auto& e : d["events"])
+    if (e["what"] != "free callback")
+      os << fmt::format("    driver: {}: {}\n", e["what"].get<std::string>(),
+                        e["detail"].get<std::string>());
+  os << "\n";
+}
+
 }  // namespace
 
 void print_run(std::ostream& os, const run_result& r) {
@@ -82,6 +128,7 @@ void print_run(std::ostream& os, const run_result& r) {
     matrix(os, "P2P read latency (us), " + size + ", initiator (row) reads target (column)", names,
            rl, 2);
   }
+  if (!r.program.is_null()) print_program(os, r.program);
   os << fmt::format("Simulated {:.3f} ms, {} TLPs, {:.2f} s wall ({:.0f} TLPs/s)\n",
                     r.simulated_ns / 1e6, r.tlps, r.wall_seconds,
                     r.wall_seconds > 0 ? r.tlps / r.wall_seconds : 0.0);

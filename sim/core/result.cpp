@@ -35,6 +35,7 @@ json to_json(const run_result& r) {
                             {"topology", r.topology}});
   j["sim"] = {{"simulated_ns", r.simulated_ns}, {"wall_seconds", r.wall_seconds}, {"tlps", r.tlps}};
   j["stats"] = r.stats;
+  if (!r.program.is_null()) j["program"] = r.program;
   j["errors"] = r.errors;
   return j;
 }
@@ -75,6 +76,7 @@ run_result run_result_from_json(const json& j) {
   r.wall_seconds = s.at("wall_seconds");
   r.tlps = s.at("tlps");
   r.stats = j.value("stats", json::object());
+  if (j.contains("program")) r.program = j["program"];
   r.errors = j.value("errors", std::vector<std::string>{});
   return r;
 }

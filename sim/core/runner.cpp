@@ -12,6 +12,7 @@
 #include "models/link/tlp_txn.h"
 #include "sim/config/error.h"
 #include "sim/core/endpoints.h"
+#include "sim/core/program_runner.h"
 #include "sim/core/stats_dump.h"
 #include "sim/core/system.h"
 #include "sim/topology/topology_graph.h"
@@ -252,6 +253,7 @@ std::string refusal_reason(const topo::topology& t, const topo::address_map& a,
 }
 
 void check_scenario(const scenario& s, const topo::topology& t, const topo::address_map& a) {
+  check_program(s.program, t);
   for (const auto& x : s.transfers) {
     const auto* init = t.find_device(x.initiator);
     if (!init)
@@ -292,7 +294,13 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   auto wall0 = std::chrono::steady_clock::now();
   fabric_system sys(t, a);
   driver drv("driver", sys, s, r);
+  std::unique_ptr<program_runner> prog;
+  if (!s.program.empty()) prog = std::make_unique<program_runner>("program", sys, s.program, s.seed);
   sc_start();
+  if (prog) {
+    r.program = prog->results();
+    for (const auto& e : prog->errors()) r.errors.push_back(e);
+  }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.simulated_ns = uint64_t(sc_time_stamp().to_seconds() * 1e9 + 0.5);
   r.tlps = link::tlp_pool::instance().created();

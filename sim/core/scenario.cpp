@@ -5,6 +5,7 @@
 
 #include "sim/config/error.h"
 #include "sim/config/reader.h"
+#include "sim/core/program.h"
 
 namespace p2psim::core {
 
@@ -60,7 +61,7 @@ scenario load_scenario(const std::string& path,
   for (const auto& o : overrides) apply_override(doc, o, config::override_rules{});
   config::node_reader r = doc.root();
   reject_unknown(r, {"name", "description", "topology", "topologies", "transfers", "measure",
-                     "verify", "seed"});
+                     "verify", "seed", "driver", "peer_driver", "processes", "program"});
   scenario s;
   s.file = path;
   s.name = r.str("name", fs::path(path).stem().string());
@@ -86,12 +87,14 @@ scenario load_scenario(const std::string& path,
   }
   std::set<std::string> names;
   size_t i = 0;
-  for (const auto& t : r.list("transfers")) {
+  for (const auto& t : r.optional_list("transfers")) {
     s.transfers.push_back(read_transfer(t, i++));
     if (!names.insert(s.transfers.back().name).second)
       t.fail("name", "duplicate transfer name '" + s.transfers.back().name + "'");
   }
-  if (s.transfers.empty()) r.fail("transfers", "list at least one transfer");
+  s.program = read_program(r);
+  if (s.transfers.empty() && s.program.empty())
+    r.fail("transfers", "list at least one transfer, or give a `program`");
   if (auto m = r.optional_child("measure")) {
     reject_unknown(*m, {"bandwidth", "latency"});
     s.measure_bandwidth = m->boolean("bandwidth", true);

@@ -10,6 +10,7 @@
 #include "models/pcie/tlp.h"
 #include "sim/config/overrides.h"
 #include "sim/config/source_loc.h"
+#include "sim/core/program.h"
 
 namespace p2psim::core {
 
@@ -42,6 +43,7 @@ struct scenario {
   int latency_samples = 8;
   bool verify = true;  // compare every byte after each transfer
   uint64_t seed = 1;   // data patterns
+  program_spec program;  // processes calling CUDA and the third-party driver (optional)
 };
 
 // Loads and checks a scenario file; `overrides` are the --set items that are not topology

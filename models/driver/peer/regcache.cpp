@@ -50,11 +50,16 @@ int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
     return 0;
   }
   ++m_stats.misses;
-  // Pin the whole allocation (6.5 step 1), so later uses of other parts of it hit.
+  // Pin the whole allocation (6.5 step 1), so later uses of other parts of it hit. Without
+  // the cache, pin just what this transfer needs (5.1: pin before it, unpin right after).
   CUdeviceptr base = 0;
   size_t bytes = 0;
   if (cuMemGetAddressRange(&base, &bytes, address) != CUDA_SUCCESS) return -EINVAL;
   if (address + size > base + bytes) return -EINVAL;
+  if (!m_params.enabled) {
+    base = address;
+    bytes = size;
+  }
   const uint64_t aligned = base & gpu_bound_mask;  // what kmd::pin will pin (6.2 rounding)
   const uint64_t aligned_size = (base + bytes - aligned + gpu_bound_size - 1) & gpu_bound_mask;
   while (m_params.max_pinned_bytes &&

@@ -1,0 +1,127 @@
+#include "sim/core/program.h"
+
+#include <set>
+
+#include "sim/config/error.h"
+
+namespace p2psim::core {
+
+namespace {
+
+const std::set<std::string> calls = {"cuInit",   "cuCtxCreate", "cuCtxDestroy",
+                                     "cuMemAlloc", "cuMemFree", "cuPointerSetAttribute",
+                                     "register", "deregister",  "dma",
+                                     "wait_dma", "sleep",       "exit"};
+
+step_spec read_step(const config::node_reader& r, const std::set<std::string>& processes,
+                    std::set<std::string>& buffers, std::set<std::string>& transfers) {
+  step_spec s;
+  s.loc = r.loc();
+  s.call = r.str("call");
+  if (!calls.count(s.call)) {
+    std::string list;
+    for (const auto& c : calls) list += (list.empty() ? "" : ", ") + c;
+    r.fail("call", "unknown call '" + s.call + "' (one of: " + list + ")");
+  }
+  // sleep and wait_dma belong to no process; the others run as one.
+  const bool needs_process = s.call != "sleep" && s.call != "wait_dma";
+  s.process = needs_process ? r.str("process") : r.str("process", "");
+  if ((needs_process || !s.process.empty()) && !processes.count(s.process))
+    r.fail("process", "no process '" + s.process + "' in `processes`");
+  s.expect = r.str("expect", "ok");
+  auto buffer = [&] {
+    s.buffer = r.str("buffer");
+    if (!buffers.count(s.buffer))
+      r.fail("buffer", "no buffer '" + s.buffer + "' was allocated by an earlier cuMemAlloc");
+  };
+  if (s.call == "cuCtxCreate") s.device = r.str("device");
+  if (s.call == "cuMemAlloc") {
+    s.name = r.str("name");
+    s.size = r.size("size");
+    buffers.insert(s.name);
+  }
+  if (s.call == "cuMemFree" || s.call == "cuPointerSetAttribute") buffer();
+  if (s.call == "register" || s.call == "deregister" || s.call == "dma") {
+    buffer();
+    s.offset = r.size("offset", 0);
+    s.size = r.size("size", 0);  // 0: to the end of the buffer
+  }
+  if (s.call == "dma") {
+    s.write = r.choice("op", {"write", "read"}) == "write";
+    s.count = int(r.integer("count", 1, 1'000'000, 1));
+    s.wait = r.boolean("wait", true);
+    s.name = r.str("name", "");
+    if (!s.name.empty()) transfers.insert(s.name);
+  }
+  if (s.call == "wait_dma") {
+    s.name = r.str("name");
+    if (!transfers.count(s.name)) r.fail("name", "no earlier dma step is named '" + s.name + "'");
+  }
+  if (s.call == "sleep") s.time_ns = r.time_ns("time");
+  r.done();
+  return s;
+}
+
+}  // namespace
+
+program_spec read_program(const config::node_reader& root) {
+  program_spec p;
+  if (auto d = root.optional_child("driver")) {
+    p.driver.bar1_sharing = d->boolean("bar1_sharing", true);
+    p.driver.null_callback = d->boolean("null_callback", false);
+    p.driver.pin_ns = d->time_ns("pin_time", p.driver.pin_ns);
+    p.driver.pin_page_ns = d->time_ns("pin_time_per_page", p.driver.pin_page_ns);
+    p.driver.unpin_ns = d->time_ns("unpin_time", p.driver.unpin_ns);
+    d->done();
+  }
+  if (auto d = root.optional_child("peer_driver")) {
+    peer_spec s;
+    s.loc = d->loc("device");
+    s.device = d->str("device");
+    s.dma_map = d->choice("dma_map", {"auto", "true", "false"}, "auto");
+    s.wait_in_callback = d->boolean("wait_in_callback", true);
+    if (auto c = d->optional_child("regcache")) {
+      s.cache = c->boolean("enabled", true);
+      s.tag_check = c->boolean("tag_check", true);
+      s.max_pinned = c->size("max_pinned", 0);
+      c->done();
+    }
+    d->done();
+    p.peer = s;
+  }
+  std::set<std::string> processes;
+  if (root.has("processes"))
+    for (const auto& name : root.string_list("processes")) {
+      if (!processes.insert(name).second) root.fail("processes", "duplicate process '" + name + "'");
+      p.processes.push_back(name);  // file order: the first is pid 100, the next 101, ...
+    }
+  std::set<std::string> buffers, transfers;
+  for (const auto& s : root.optional_list("program")) {
+    p.steps.push_back(read_step(s, processes, buffers, transfers));
+    const auto& st = p.steps.back();
+    if ((st.call == "register" || st.call == "deregister" || st.call == "dma") && !p.peer)
+      s.fail("call", "`" + st.call + "` needs a `peer_driver` section");
+  }
+  return p;
+}
+
+}  // namespace p2psim::core
+
+namespace p2psim::core {
+
+void check_program(const program_spec& p, const topo::topology& t) {
+  if (p.peer) {
+    const auto* d = t.find_device(p.peer->device);
+    if (!d || d->type != topo::device_type::dma_engine)
+      throw config::error(p.peer->loc, "device",
+                          "'" + p.peer->device + "' is not a DMA engine in " + t.file);
+  }
+  for (const auto& s : p.steps)
+    if (s.call == "cuCtxCreate") {
+      const auto* d = t.find_device(s.device);
+      if (!d || d->type != topo::device_type::gpu)
+        throw config::error(s.loc, "device", "'" + s.device + "' is not a GPU in " + t.file);
+    }
+}
+
+}  // namespace p2psim::core

@@ -1,0 +1,164 @@
+#include "sim/core/program_runner.h"
+
+#include <fmt/format.h>
+
+#include "models/driver/cuda/cuda.h"
+#include "models/driver/kernel/kernel.h"
+#include "models/link/stream_log.h"
+
+namespace p2psim::core {
+
+using namespace sc_core;
+using nlohmann::json;
+
+namespace {
+constexpr int first_pid = 100;  // the first process of `processes`
+}  // namespace
+
+program_runner::program_runner(sc_module_name n, fabric_system& sys, const program_spec& p,
+                               uint64_t seed)
+    : sc_module(n), m_sys(sys), m_spec(p), m_seed(seed), m_driver([&] {
+        nv::driver_config c;
+        c.share_bar1 = p.driver.bar1_sharing;
+        c.accept_null_callback = p.driver.null_callback;
+        c.pin_base_ns = p.driver.pin_ns;
+        c.pin_page_ns = p.driver.pin_page_ns;
+        c.unpin_base_ns = p.driver.unpin_ns;
+        c.seed = seed;
+        return c;
+      }()) {
+  for (const auto& d : sys.topology().devices) {
+    auto* g = sys.find_gpu(d.name);
+    if (!g) continue;
+    nv::gpu_resources r;
+    r.name = d.name;
+    for (size_t i = 0; i < r.uuid.size(); ++i)
+      r.uuid[i] = uint8_t(i < d.name.size() ? d.name[i] : i);  // stable per GPU name
+    r.bar1 = &g->bar1();
+    r.bar1_bus_base = g->params().bar1.base;
+    r.vram = &g->vram();
+    m_driver.add_gpu(r);
+  }
+  nv::nvidia_driver::install(&m_driver);
+  if (p.peer) {
+    m_engine = sys.find_engine(p.peer->device);
+    m_peer_dev.name = p.peer->device;
+    m_peer_dev.bdf = sys.addresses().devices.at(p.peer->device).bdf;
+    m_peer_dev.iommu = sys.iommu_for(p.peer->device);
+    bool map = p.peer->dma_map == "true" ||
+               (p.peer->dma_map == "auto" && m_peer_dev.iommu &&
+                m_peer_dev.iommu->what() == iommu::mode::translating);
+    m_kmd = std::make_unique<peer::kmd>(&m_peer_dev, map);
+    if (p.peer->wait_in_callback)
+      m_kmd->set_wait_for_idle([this](peer::kmd_region& r) {
+        const kernel::pid_t pid = kernel::current_pid();
+        while (r.in_flight) wait(m_dma_done);  // simulated time passes inside cuMemFree
+        kernel::set_current_pid(pid);          // other processes ran meanwhile
+      });
+    else
+      m_kmd->set_wait_for_idle([](peer::kmd_region&) {});  // a driver with the bug
+    peer::regcache_params rp;
+    rp.enabled = p.peer->cache;
+    rp.tag_check = p.peer->tag_check;
+    rp.max_pinned_bytes = p.peer->max_pinned;
+    m_cache = std::make_unique<peer::regcache>(*m_kmd, rp);
+  }
+  SC_HAS_PROCESS(program_runner);
+  SC_THREAD(main);
+}
+
+program_runner::~program_runner() { nv::nvidia_driver::install(nullptr); }
+
+int program_runner::pid_of(const std::string& process) const {
+  for (size_t i = 0; i < m_spec.processes.size(); ++i)
+    if (m_spec.processes[i] == process) return first_pid + int(i);
+  return 0;
+}
+
+void program_runner::wait_driver_time() {
+  double ns = m_driver.take_elapsed_ns();
+  if (ns > 0) wait(sc_time(ns, SC_NS));
+  for (int g = 0; g < m_driver.gpu_count(); ++g) {
+    auto& peak = m_bar1_peak[m_driver.gpu(g).name];
+    peak = std::max(peak, m_driver.bar1_used_bytes(g));
+  }
+}
+
+void program_runner::main() {
+  for (size_t i = 0; i < m_spec.steps.size(); ++i) {
+    const step_spec& s = m_spec.steps[i];
+    uint64_t start = link::now_ps();
+    std::string result;
+    try {
+      result = run_step(s);
+    } catch (const std::exception& e) {  // a model bug: reported, never a crash
+      result = std::string("internal error: ") + e.what();
+    }
+    wait_driver_time();
+    bool ok = result == s.expect;
+    m_steps.push_back({{"index", i},
+                       {"process", s.process},
+                       {"call", s.call},
+                       {"buffer", s.buffer},
+                       {"result", result},
+                       {"expect", s.expect},
+                       {"ok", ok},
+                       {"start_ns", start / 1000.0},
+                       {"end_ns", link::now_ps() / 1000.0}});
+    if (!ok)
+      m_errors.push_back(fmt::format("{}: step {} ({} {}) returned {}, expected {}", s.loc.str(), i,
+                                     s.process, s.call, result, s.expect));
+  }
+  for (const auto& d : m_dmas)  // let every DMA the program started finish
+    while (!d.done) wait(m_dma_done);
+}
+
+std::string program_runner::run_step(const step_spec& s) {
+  if (s.call == "sleep") {
+    wait(sc_time(s.time_ns, SC_NS));
+    return "ok";
+  }
+  if (s.call == "wait_dma") {
+    while (!m_dmas[m_named_dma.at(s.name)].done) wait(m_dma_done);
+    return "ok";
+  }
+  // Threads of the simulation interleave at every wait(), so `current` is set per call
+  // rather than held for a scope.
+  const int pid = pid_of(s.process);
+  kernel::set_current_pid(pid);
+  if (s.call == "exit") {
+    m_driver.process_exit(pid);
+    return "ok";
+  }
+  if (s.call == "register" || s.call == "deregister" || s.call == "dma") {
+    auto it = m_buffers.find(s.buffer);
+    if (it == m_buffers.end()) return "-EINVAL";  // its cuMemAlloc failed
+    const buffer& b = it->second;
+    uint64_t len = s.size ? s.size : b.size - std::min(s.offset, b.size);
+    if (s.call == "register") {
+      peer::kmd_region* r = nullptr;
+      int ret = m_cache->acquire(b.va + s.offset, len, &r);
+      if (ret == 0) m_registered[s.buffer] = r;
+      return errno_name(ret);
+    }
+    if (s.call == "deregister") {
+      auto reg = m_registered.find(s.buffer);
+      if (reg == m_registered.end()) return "-EINVAL";
+      m_cache->release(reg->second);
+      m_registered.erase(reg);
+      return "ok";
+    }
+    dma_result d;
+    d.name = s.name.empty() ? fmt::format("dma{}", m_dmas.size()) : s.name;
+    d.write = s.write;
+    m_dmas.push_back(d);
+    size_t index = m_dmas.size() - 1;
+    if (!s.name.empty()) m_named_dma[s.name] = index;
+    if (s.wait) return dma(s, pid, index);
+    sc_spawn([this, s, pid, index] { dma(s, pid, index); });
+    return "ok";
+  }
+  return cuda_step(s, pid);
+}
+
+}  // namespace p2psim::core

@@ -1,0 +1,230 @@
+// The steps of a program: CUDA calls and the third-party driver's DMA, with data checks.
+#include <fmt/format.h>
+
+#include "models/driver/cuda/cuda.h"
+#include "models/driver/kernel/kernel.h"
+#include "models/link/stream_log.h"
+#include "sim/core/program_runner.h"
+
+namespace p2psim::core {
+
+using namespace sc_core;
+using nlohmann::json;
+
+namespace {
+
+std::string cu_name(CUresult r) {
+  if (r == CUDA_SUCCESS) return "ok";
+  const char* n = nullptr;
+  cuGetErrorName(r, &n);
+  return n ? n : std::to_string(int(r));
+}
+
+}  // namespace
+
+std::string errno_name(int r) {
+  switch (-r) {
+    case 0: return "ok";
+    case EINVAL: return "-EINVAL";
+    case ENOMEM: return "-ENOMEM";
+    case EPERM: return "-EPERM";
+    case EIO: return "-EIO";
+    case ENOTSUPP: return "-ENOTSUPP";
+  }
+  return std::to_string(r);
+}
+
+namespace {
+
+// The byte pattern of a DMA repetition, and its complement for the destination.
+uint8_t pattern_byte(uint64_t seed, uint64_t i) {
+  uint64_t x = (seed + i / 8) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+  return uint8_t((x * 0x2545F4914F6CDD1Dull) >> (8 * (i % 8)));
+}
+
+}  // namespace
+
+std::string program_runner::cuda_step(const step_spec& s, int pid) {
+  if (s.call == "cuInit") return cu_name(cuInit(0));
+  if (s.call == "cuCtxCreate") {
+    int ordinal = -1;
+    for (int g = 0; g < m_driver.gpu_count(); ++g)
+      if (m_driver.gpu(g).name == s.device) ordinal = g;
+    CUdevice dev = 0;
+    CUresult r = cuDeviceGet(&dev, ordinal);
+    if (r != CUDA_SUCCESS) return cu_name(r);
+    CUcontext ctx = nullptr;
+    r = cuCtxCreate(&ctx, 0, dev);
+    if (r == CUDA_SUCCESS) m_contexts[pid] = ctx;
+    return cu_name(r);
+  }
+  if (s.call == "cuCtxDestroy") return cu_name(cuCtxDestroy(m_contexts[pid]));
+  if (s.call == "cuMemAlloc") {
+    CUdeviceptr p = 0;
+    CUresult r = cuMemAlloc(&p, s.size);
+    if (r == CUDA_SUCCESS) m_buffers[s.name] = {p, s.size, pid};
+    return cu_name(r);
+  }
+  auto it = m_buffers.find(s.buffer);
+  const buffer b = it == m_buffers.end() ? buffer{0, 0, pid, false} : it->second;  // failed alloc
+  if (s.call == "cuPointerSetAttribute") {
+    unsigned int flag = 1;
+    return cu_name(cuPointerSetAttribute(&flag, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, b.va));
+  }
+  // cuMemFree: the free callback runs inside it, and may wait for in-flight DMA (6.4).
+  CUresult r = cuMemFree(b.va);
+  if (r == CUDA_SUCCESS) it->second.live = false;
+  return cu_name(r);
+}
+
+void program_runner::fill_gpu(const buffer& b, uint64_t offset, uint64_t length, uint64_t seed) {
+  for (uint64_t i = 0; i < length;) {
+    auto where = m_driver.vram_of(b.pid, b.va + offset + i);
+    uint64_t n = std::min(length - i, nv::gpu_page_bytes - (b.va + offset + i) % nv::gpu_page_bytes);
+    std::vector<uint8_t> bytes(n);
+    for (uint64_t k = 0; k < n; ++k) bytes[k] = pattern_byte(seed, i + k);
+    m_driver.gpu(where->first).vram->write(where->second, bytes);
+    i += n;
+  }
+}
+
+// Bytes of the GPU buffer that differ from the engine's local memory (pages are scattered
+// in VRAM: each is found through the driver's VA map).
+uint64_t program_runner::verify(const buffer& b, uint64_t offset, uint64_t length, uint64_t local,
+                                bool) {
+  uint64_t bad = 0;
+  for (uint64_t i = 0; i < length;) {
+    auto where = m_driver.vram_of(b.pid, b.va + offset + i);
+    uint64_t n = std::min(length - i, nv::gpu_page_bytes - (b.va + offset + i) % nv::gpu_page_bytes);
+    std::vector<uint8_t> gpu(n), dev(n);
+    if (where) m_driver.gpu(where->first).vram->read(where->second, gpu);
+    m_engine->local_memory().read(local + i, dev);
+    for (uint64_t k = 0; k < n; ++k) bad += gpu[k] != dev[k];
+    i += n;
+  }
+  return bad;
+}
+
+std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
+  const buffer b = m_buffers.at(s.buffer);
+  const uint64_t len = s.size ? s.size : b.size - s.offset;
+  const uint64_t va = b.va + s.offset, local = s.offset;
+  link::stream_log& log = m_sys.streams();
+  std::string result = "ok";
+  for (int rep = 0; rep < s.count && result == "ok"; ++rep) {
+    const uint64_t seed = m_seed * 7919 + index * 131 + rep;
+    // Source gets the pattern, the destination its complement.
+    std::vector<uint8_t> pat(len), inv(len);
+    for (uint64_t i = 0; i < len; ++i) pat[i] = pattern_byte(seed, i), inv[i] = uint8_t(~pat[i]);
+    if (s.write) {
+      m_engine->local_memory().write(local, pat);
+      fill_gpu(b, s.offset, len, ~seed);
+    } else {
+      fill_gpu(b, s.offset, len, seed);
+      m_engine->local_memory().write(local, inv);
+    }
+    kernel::set_current_pid(pid);
+    peer::kmd_region* r = nullptr;
+    int ret = m_cache->acquire(va, len, &r);
+    wait_driver_time();  // a miss pins: that takes time (guide 5.1)
+    if (ret) {
+      result = errno_name(ret);
+      break;
+    }
+    std::vector<peer::bus_segment> segs;
+    ret = m_kmd->dma_segments(*r, va, len, local, segs);
+    if (ret) {  // e.g. a stale cache entry whose pages are gone
+      result = errno_name(ret);
+      kernel::set_current_pid(pid);
+      m_cache->release(r);
+      break;
+    }
+    dma::dma_job job;
+    job.write = s.write;
+    for (const auto& g : segs) job.segments.push_back({g.bus_address, g.length, g.local_offset});
+    job.stream = log.open(len);
+    log[job.stream].submit_ps = link::now_ps();
+    m_kmd->dma_begin(*r);
+    m_engine->submit(std::move(job));
+    const uint32_t id = job.stream;
+    while (!log[id].finished()) wait(log.finished_event());
+    if (log[id].last_land_ps > link::now_ps()) wait(link::ps(log[id].last_land_ps - link::now_ps()));
+    m_kmd->dma_end(*r);
+    m_dma_done.notify(SC_ZERO_TIME);
+    kernel::set_current_pid(pid);
+    m_cache->release(r);
+    wait_driver_time();  // without the cache, release unpins
+    dma_result& d = m_dmas[index];
+    d.bytes += len;
+    d.landed += log[id].landed_bytes;
+    d.failed += log[id].failed_bytes;
+    if (!d.first_ps) d.first_ps = log[id].first_start_ps;
+    d.last_ps = log[id].last_land_ps;
+    if (log[id].failed_bytes == 0 && m_buffers.at(s.buffer).live)
+      d.mismatched += verify(b, s.offset, len, local, s.write);
+  }
+  dma_result& d = m_dmas[index];
+  d.done = true;
+  m_dma_done.notify(SC_ZERO_TIME);
+  if (d.failed)
+    m_errors.push_back(fmt::format("{}: {} of {} bytes refused by the fabric", d.name, d.failed,
+                                   d.bytes));
+  if (d.mismatched)
+    m_errors.push_back(fmt::format("{}: {} bytes differ between GPU memory and the device", d.name,
+                                   d.mismatched));
+  return result;
+}
+
+json program_runner::results() const {
+  json j;
+  j["steps"] = m_steps;
+  const auto& c = m_driver.counters();
+  j["driver"] = {{"pins", c.pins},           {"unpins", c.unpins},
+                 {"persistent_pins", c.persistent_pins}, {"callbacks", c.callbacks},
+                 {"refused_calls", c.refused}, {"pinning_ns", c.pin_ns}};
+  j["driver"]["events"] = json::array();
+  for (const auto& e : m_driver.events())
+    j["driver"]["events"].push_back({{"what", e.what}, {"detail", e.detail}});
+  if (m_cache) {
+    const auto& r = m_cache->stats();
+    j["regcache"] = {{"hits", r.hits},
+                     {"misses", r.misses},
+                     {"evictions", r.evictions},
+                     {"enomem_retries", r.enomem_retries},
+                     {"tag_invalidations", r.tag_invalidations},
+                     {"peak_pinned_bytes", r.peak_pinned_bytes}};
+    const auto& k = m_kmd->stats();
+    j["peer_driver"] = {{"pins", k.pins},
+                        {"unpins", k.unpins},
+                        {"pin_failures", k.pin_failures},
+                        {"callbacks", k.callbacks},
+                        {"callbacks_that_waited", k.waited_callbacks}};
+  }
+  j["bar1"] = json::array();
+  for (int g = 0; g < m_driver.gpu_count(); ++g) {
+    const auto& res = m_driver.gpu(g);
+    uint64_t total = res.bar1->size(), used = m_driver.bar1_used_bytes(g);
+    j["bar1"].push_back({{"gpu", res.name},
+                         {"total_bytes", total},
+                         {"used_bytes", used},
+                         {"free_bytes", total - used},
+                         {"peak_used_bytes", m_bar1_peak.count(res.name) ? m_bar1_peak.at(res.name) : used}});
+  }
+  j["dma"] = json::array();
+  for (const auto& d : m_dmas) {
+    double ps = double(d.last_ps > d.first_ps ? d.last_ps - d.first_ps : 0);
+    j["dma"].push_back({{"name", d.name},
+                        {"op", d.write ? "write" : "read"},
+                        {"bytes", d.bytes},
+                        {"landed_bytes", d.landed},
+                        {"failed_bytes", d.failed},
+                        {"mismatched_bytes", d.mismatched},
+                        {"first_ns", d.first_ps / 1000.0},
+                        {"last_ns", d.last_ps / 1000.0},
+                        {"gbps", ps > 0 ? d.landed / ps * 1000.0 : 0.0}});
+  }
+  return j;
+}
+
+}  // namespace p2psim::core

@@ -1,0 +1,85 @@
+// Programs of simulated processes driving the CUDA API, the nv-p2p driver model and the
+// third-party driver over the timed fabric (GPUDirect RDMA 13.3, 5.1-5.3, 6.2-6.5).
+#include <catch2/catch.hpp>
+
+#include "tests/models/harness.h"
+
+using p2psim::test::run_scenario;
+
+namespace {
+const nlohmann::json& dma(const p2psim::core::run_result& r, const std::string& name) {
+  for (const auto& d : r.program["dma"])
+    if (d["name"] == name) return d;
+  throw std::runtime_error("no dma " + name);
+}
+double step_end_ns(const p2psim::core::run_result& r, const std::string& call) {
+  for (const auto& s : r.program["steps"])
+    if (s["call"] == call) return s["end_ns"];
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("6.4: freeing memory under an in-flight DMA waits for it, and nothing lands after",
+          "[program][callback]") {
+  auto r = run_scenario("tests/data/scenarios/free_during_dma.yaml");
+  INFO(r.program.dump(1));
+  const auto& w = dma(r, "w");
+  CHECK(w["landed_bytes"] == 8u << 20);
+  CHECK(w["failed_bytes"] == 0);
+  CHECK(r.program["peer_driver"]["callbacks_that_waited"] == 1);
+  CHECK(r.program["driver"]["callbacks"] == 1);
+  // The free returned only after the last byte had landed; BAR1 was unmapped after that, and
+  // no write ever hit an unmapped page.
+  CHECK(w["last_ns"].get<double>() <= step_end_ns(r, "cuMemFree"));
+  CHECK(r.stats["devices"]["gpu0"]["bar1_unmapped_accesses"] == 0);
+  CHECK(r.program["bar1"][0]["used_bytes"] == 32u << 20);  // just the reserved region again
+  CHECK(r.errors.empty());
+}
+
+TEST_CASE("6.4: a driver that does not wait loses the rest of its DMA to unmapped BAR1",
+          "[program][callback]") {
+  auto r = run_scenario("tests/data/scenarios/free_during_dma.yaml",
+                        {"peer_driver.wait_in_callback=false"});
+  const auto& w = dma(r, "w");
+  uint64_t landed = w["landed_bytes"], failed = w["failed_bytes"];
+  INFO("landed " << landed << ", refused " << failed);
+  CHECK(failed > 0);
+  CHECK(landed > 0);
+  CHECK(landed + failed == 8u << 20);
+  // Every byte that came after the free was refused by the GPU (unmapped BAR1 pages): none
+  // reached VRAM.
+  CHECK(r.stats["devices"]["gpu0"]["bar1_unmapped_accesses"].get<uint64_t>() * 256 == failed);
+  CHECK_FALSE(r.errors.empty());  // and the run reports it
+}
+
+TEST_CASE("5.1: with the registration cache each buffer is pinned once", "[program][regcache]") {
+  auto r = run_scenario("scenarios/regcache.yaml");
+  CHECK(r.program["driver"]["pins"] == 2);
+  CHECK(r.program["regcache"]["hits"] == 22);
+  CHECK(r.program["driver"]["pinning_ns"].get<double>() == Approx(2 * (20'000 + 64 * 2'000)));
+  for (const auto& d : r.program["dma"]) {
+    CHECK(d["mismatched_bytes"] == 0);
+    CHECK(d["failed_bytes"] == 0);
+  }
+  CHECK(r.errors.empty());
+}
+
+TEST_CASE("5.1: without the cache every transfer pins and unpins", "[program][regcache]") {
+  auto r = run_scenario("scenarios/regcache.yaml", {"peer_driver.regcache.enabled=false"});
+  CHECK(r.program["driver"]["pins"] == 24);
+  CHECK(r.program["driver"]["unpins"] == 24);
+  // 24 pins of 16 pages (1 MiB) and 24 unpins.
+  CHECK(r.program["driver"]["pinning_ns"].get<double>() ==
+        Approx(24 * (20'000 + 16 * 2'000) + 24 * 10'000));
+  for (const auto& d : r.program["dma"]) CHECK(d["mismatched_bytes"] == 0);
+}
+
+TEST_CASE("refused calls return what the real APIs return", "[program][misuse]") {
+  auto r = run_scenario("tests/data/scenarios/driver_misuse.yaml");
+  INFO(r.program["steps"].dump(1));
+  for (const auto& s : r.program["steps"]) CHECK(s["ok"].get<bool>());
+  CHECK(r.errors.empty());
+  CHECK(r.program["driver"]["refused_calls"] == 1);  // -ENOMEM: BAR1 exhausted (guide 5.5)
+  CHECK(r.program["driver"]["callbacks"] == 1);      // buf was still registered when freed
+  CHECK(r.program["bar1"][0]["used_bytes"] == 32u << 20);  // all returned at the end
+}
