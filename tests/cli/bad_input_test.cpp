@@ -78,3 +78,19 @@ TEST_CASE("a --set path that selects nothing is an error", "[cli][bad]") {
   expect_rejected("run tests/data/scenarios/single_rc.yaml --set link.gpu7.gen=4",
                   "--set link.gpu7.gen=4", "gpu7", "");
 }
+TEST_CASE("a program step with an unknown call is rejected", "[cli][bad][program]") {
+  expect_rejected("run tests/data/bad/program_unknown_call.yaml", "program_unknown_call.yaml:8:26",
+                  "call", "unknown call 'cuMalloc'");
+}
+TEST_CASE("a program step naming a buffer no cuMemAlloc made is rejected", "[cli][bad][program]") {
+  expect_rejected("run tests/data/bad/program_unknown_buffer.yaml",
+                  "program_unknown_buffer.yaml:9:5", "buffer", "no buffer 'bufer'");
+}
+TEST_CASE("a program step of an undeclared process is rejected", "[cli][bad][program]") {
+  expect_rejected("run tests/data/bad/program_unknown_process.yaml",
+                  "program_unknown_process.yaml:7:15", "process", "no process 'ap'");
+}
+TEST_CASE("a peer driver on a device that is not a DMA engine is rejected", "[cli][bad][program]") {
+  expect_rejected("run tests/data/bad/program_peer_not_dma.yaml", "program_peer_not_dma.yaml:4:",
+                  "device", "not a DMA engine");
+}

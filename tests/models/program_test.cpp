@@ -83,3 +83,19 @@ TEST_CASE("refused calls return what the real APIs return", "[program][misuse]")
   CHECK(r.program["driver"]["callbacks"] == 1);      // buf was still registered when freed
   CHECK(r.program["bar1"][0]["used_bytes"] == 32u << 20);  // all returned at the end
 }
+
+TEST_CASE("4.6 and 5.4: behind a translating IOMMU the peer driver programs I/O virtual "
+          "addresses",
+          "[program][iommu]") {
+  auto r = run_scenario("scenarios/regcache.yaml", {"socket.cpu0.iommu.mode=translating"});
+  for (const auto& d : r.program["dma"]) {
+    INFO(d["name"]);
+    CHECK(d["failed_bytes"] == 0);
+    CHECK(d["mismatched_bytes"] == 0);
+  }
+  const auto& io = r.stats["devices"]["nic0"]["iommu"];
+  CHECK(io["translations"].get<uint64_t>() > 0);
+  CHECK(io["faults"] == 0);
+  CHECK(io["maps"].get<uint64_t>() >= 2);  // nvidia_p2p_dma_map_pages, one per pinned buffer
+  CHECK(r.errors.empty());
+}
