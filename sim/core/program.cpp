@@ -8,10 +8,14 @@ namespace p2psim::core {
 
 namespace {
 
-const std::set<std::string> calls = {"cuInit",   "cuCtxCreate", "cuCtxDestroy",
-                                     "cuMemAlloc", "cuMemFree", "cuPointerSetAttribute",
-                                     "register", "deregister",  "dma",
-                                     "wait_dma", "sleep",       "exit"};
+const std::set<std::string> calls = {"cuInit",       "cuCtxCreate",
+                                     "cuCtxDestroy", "cuMemAlloc",
+                                     "cuMemFree",    "cuPointerSetAttribute",
+                                     "cuMemcpyHtoD", "cuMemcpyDtoH",
+                                     "cuMemcpyDtoD", "cuCtxSynchronize",
+                                     "register",     "deregister",
+                                     "dma",          "wait_dma",
+                                     "sleep",        "exit"};
 
 step_spec read_step(const config::node_reader& r, const std::set<std::string>& processes,
                     std::set<std::string>& buffers, std::set<std::string>& transfers) {
@@ -41,6 +45,16 @@ step_spec read_step(const config::node_reader& r, const std::set<std::string>& p
     buffers.insert(s.name);
   }
   if (s.call == "cuMemFree" || s.call == "cuPointerSetAttribute") buffer();
+  if (s.call.rfind("cuMemcpy", 0) == 0) {
+    buffer();
+    s.offset = r.size("offset", 0);
+    s.size = r.size("size", 0);  // 0: to the end of the buffer
+    s.async = r.boolean("async", false);
+    if (s.call == "cuMemcpyDtoD") {
+      s.to = r.str("to");
+      if (!buffers.count(s.to)) r.fail("to", "no buffer '" + s.to + "' was allocated earlier");
+    }
+  }
   if (s.call == "register" || s.call == "deregister" || s.call == "dma") {
     buffer();
     s.offset = r.size("offset", 0);
@@ -92,7 +106,8 @@ program_spec read_program(const config::node_reader& root) {
   std::set<std::string> processes;
   if (root.has("processes"))
     for (const auto& name : root.string_list("processes")) {
-      if (!processes.insert(name).second) root.fail("processes", "duplicate process '" + name + "'");
+      if (!processes.insert(name).second)
+        root.fail("processes", "duplicate process '" + name + "'");
       p.processes.push_back(name);  // file order: the first is pid 100, the next 101, ...
     }
   std::set<std::string> buffers, transfers;

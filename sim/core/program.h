@@ -14,16 +14,16 @@
 
 namespace p2psim::core {
 
-struct driver_spec {  // the NVIDIA driver model (models/driver/nvidia)
-  bool bar1_sharing = true;      // CUDA 7.0+; false: CUDA 6.0 (guide 4.7, 4.8)
-  bool null_callback = false;    // drivers before R535 accepted NULL (guide 4.2)
-  double pin_ns = 10'000;        // per nvidia_p2p_get_pages (guide 5.1: up to milliseconds)
-  double pin_page_ns = 1'000;    // plus per 64 KiB page
+struct driver_spec {           // the NVIDIA driver model (models/driver/nvidia)
+  bool bar1_sharing = true;    // CUDA 7.0+; false: CUDA 6.0 (guide 4.7, 4.8)
+  bool null_callback = false;  // drivers before R535 accepted NULL (guide 4.2)
+  double pin_ns = 10'000;      // per nvidia_p2p_get_pages (guide 5.1: up to milliseconds)
+  double pin_page_ns = 1'000;  // plus per 64 KiB page
   double unpin_ns = 5'000;
 };
 
-struct peer_spec {  // the DMA device's kernel driver and registration cache (models/driver/peer)
-  std::string device;            // a DMA engine of the topology
+struct peer_spec {     // the DMA device's kernel driver and registration cache (models/driver/peer)
+  std::string device;  // a DMA engine of the topology
   std::string dma_map = "auto";  // auto (when its IOMMU translates) | true | false
   bool cache = true;             // registration cache with lazy unpinning
   bool tag_check = true;         // buffer-ID check on every reuse (guide 6.5)
@@ -34,18 +34,21 @@ struct peer_spec {  // the DMA device's kernel driver and registration cache (mo
 
 // One call of the program. `expect` is what it must return ("ok" = CUDA_SUCCESS or 0).
 struct step_spec {
-  std::string process;           // "" for sleep / wait steps
-  std::string call;              // cuInit, cuCtxCreate, cuCtxDestroy, cuMemAlloc, cuMemFree,
-                                 // cuPointerSetAttribute, register, deregister, dma, wait_dma,
-                                 // sleep, exit
-  std::string device;            // cuCtxCreate: a GPU
-  std::string buffer;            // the name a cuMemAlloc gave
-  std::string name;              // cuMemAlloc: names the buffer; dma: names the transfer
+  std::string process;  // "" for sleep / wait steps
+  std::string call;     // cuInit, cuCtxCreate, cuCtxDestroy, cuMemAlloc, cuMemFree,
+                        // cuPointerSetAttribute, cuMemcpyHtoD, cuMemcpyDtoH,
+                        // cuMemcpyDtoD, cuCtxSynchronize, register, deregister, dma,
+                        // wait_dma, sleep, exit
+  std::string device;   // cuCtxCreate: a GPU
+  std::string buffer;   // the name a cuMemAlloc gave
+  std::string to;       // cuMemcpyDtoD: the destination buffer
+  std::string name;     // cuMemAlloc: names the buffer; dma: names the transfer
   uint64_t size = 0, offset = 0;
-  bool write = true;             // dma: seen from the DMA device
-  int count = 1;                 // dma: repetitions
-  bool wait = true;              // dma: wait for it (false: it runs while the program goes on)
-  double time_ns = 0;            // sleep
+  bool write = true;   // dma: seen from the DMA device
+  int count = 1;       // dma: repetitions
+  bool wait = true;    // dma: wait for it (false: it runs while the program goes on)
+  bool async = false;  // cuMemcpy*: the Async form (on the NULL stream)
+  double time_ns = 0;  // sleep
   std::string expect = "ok";
   config::source_loc loc;
 };

@@ -40,14 +40,18 @@ program_runner::program_runner(sc_module_name n, fabric_system& sys, const progr
     m_driver.add_gpu(r);
   }
   nv::nvidia_driver::install(&m_driver);
+  std::vector<gpu::gpu*> by_ordinal;
+  for (int g = 0; g < m_driver.gpu_count(); ++g)
+    by_ordinal.push_back(sys.find_gpu(m_driver.gpu(g).name));
+  m_copies = std::make_unique<copy_engine_executor>(sys, by_ordinal);
+  cuda::install_copy_executor(m_copies.get());
   if (p.peer) {
     m_engine = sys.find_engine(p.peer->device);
     m_peer_dev.name = p.peer->device;
     m_peer_dev.bdf = sys.addresses().devices.at(p.peer->device).bdf;
     m_peer_dev.iommu = sys.iommu_for(p.peer->device);
-    bool map = p.peer->dma_map == "true" ||
-               (p.peer->dma_map == "auto" && m_peer_dev.iommu &&
-                m_peer_dev.iommu->what() == iommu::mode::translating);
+    bool map = p.peer->dma_map == "true" || (p.peer->dma_map == "auto" && m_peer_dev.iommu &&
+                                             m_peer_dev.iommu->what() == iommu::mode::translating);
     m_kmd = std::make_unique<peer::kmd>(&m_peer_dev, map);
     if (p.peer->wait_in_callback)
       m_kmd->set_wait_for_idle([this](peer::kmd_region& r) {
@@ -67,7 +71,10 @@ program_runner::program_runner(sc_module_name n, fabric_system& sys, const progr
   SC_THREAD(main);
 }
 
-program_runner::~program_runner() { nv::nvidia_driver::install(nullptr); }
+program_runner::~program_runner() {
+  cuda::install_copy_executor(nullptr);
+  nv::nvidia_driver::install(nullptr);
+}
 
 int program_runner::pid_of(const std::string& process) const {
   for (size_t i = 0; i < m_spec.processes.size(); ++i)
@@ -158,6 +165,7 @@ std::string program_runner::run_step(const step_spec& s) {
     sc_spawn([this, s, pid, index] { dma(s, pid, index); });
     return "ok";
   }
+  if (s.call.rfind("cuMemcpy", 0) == 0) return memcpy_step(s);
   return cuda_step(s, pid);
 }
 

@@ -15,6 +15,7 @@
 #include "models/driver/cuda/cuda.h"
 #include "models/driver/nvidia/nvidia_driver.h"
 #include "models/driver/peer/regcache.h"
+#include "sim/core/copy_engine_executor.h"
 #include "sim/core/program.h"
 #include "sim/core/system.h"
 
@@ -51,6 +52,7 @@ class program_runner : public sc_core::sc_module {
   std::string run_step(const step_spec& s);
   std::string cuda_step(const step_spec& s, int pid);
   std::string dma(const step_spec& s, int pid, size_t result_index);
+  std::string memcpy_step(const step_spec& s);
   uint64_t verify(const buffer& b, uint64_t offset, uint64_t length, uint64_t local, bool write);
   void fill_gpu(const buffer& b, uint64_t offset, uint64_t length, uint64_t seed);
   void wait_driver_time();
@@ -65,7 +67,9 @@ class program_runner : public sc_core::sc_module {
   std::unique_ptr<peer::regcache> m_cache;
   dma_engine::dma_engine* m_engine = nullptr;
   std::map<std::string, buffer> m_buffers;
-  std::map<int, CUcontext> m_contexts;  // the last context each process created
+  std::map<int, CUcontext> m_contexts;                   // the last context each process created
+  std::map<std::string, std::vector<uint8_t>> m_images;  // what cuMemcpy put in each buffer
+  std::unique_ptr<copy_engine_executor> m_copies;
   std::map<std::string, peer::kmd_region*> m_registered;
   std::map<std::string, size_t> m_named_dma;
   std::vector<dma_result> m_dmas;

@@ -24,12 +24,18 @@ std::string cu_name(CUresult r) {
 
 std::string errno_name(int r) {
   switch (-r) {
-    case 0: return "ok";
-    case EINVAL: return "-EINVAL";
-    case ENOMEM: return "-ENOMEM";
-    case EPERM: return "-EPERM";
-    case EIO: return "-EIO";
-    case ENOTSUPP: return "-ENOTSUPP";
+    case 0:
+      return "ok";
+    case EINVAL:
+      return "-EINVAL";
+    case ENOMEM:
+      return "-ENOMEM";
+    case EPERM:
+      return "-EPERM";
+    case EIO:
+      return "-EIO";
+    case ENOTSUPP:
+      return "-ENOTSUPP";
   }
   return std::to_string(r);
 }
@@ -60,6 +66,7 @@ std::string program_runner::cuda_step(const step_spec& s, int pid) {
     return cu_name(r);
   }
   if (s.call == "cuCtxDestroy") return cu_name(cuCtxDestroy(m_contexts[pid]));
+  if (s.call == "cuCtxSynchronize") return cu_name(cuCtxSynchronize());
   if (s.call == "cuMemAlloc") {
     CUdeviceptr p = 0;
     CUresult r = cuMemAlloc(&p, s.size);
@@ -78,10 +85,53 @@ std::string program_runner::cuda_step(const step_spec& s, int pid) {
   return cu_name(r);
 }
 
+// Copies through the CUDA API (and so through the GPU's copy engine on the fabric). The
+// program remembers what it copied into each buffer and checks what comes back out.
+std::string program_runner::memcpy_step(const step_spec& s) {
+  auto it = m_buffers.find(s.buffer);
+  const buffer b = it == m_buffers.end() ? buffer{0, 0, 0, false} : it->second;
+  const uint64_t len = s.size ? s.size : b.size - std::min(s.offset, b.size);
+  auto& image = m_images[s.buffer];
+  image.resize(std::max<uint64_t>(image.size(), b.size));
+  if (s.call == "cuMemcpyHtoD") {
+    std::vector<uint8_t> host(len);
+    for (uint64_t i = 0; i < len; ++i) host[i] = pattern_byte(m_seed + m_steps.size(), i);
+    CUresult r = s.async ? cuMemcpyHtoDAsync(b.va + s.offset, host.data(), len, nullptr)
+                         : cuMemcpyHtoD(b.va + s.offset, host.data(), len);
+    if (r == CUDA_SUCCESS) std::copy(host.begin(), host.end(), image.begin() + s.offset);
+    return cu_name(r);
+  }
+  if (s.call == "cuMemcpyDtoH") {
+    std::vector<uint8_t> host(len);
+    CUresult r = s.async ? cuMemcpyDtoHAsync(host.data(), b.va + s.offset, len, nullptr)
+                         : cuMemcpyDtoH(host.data(), b.va + s.offset, len);
+    if (r != CUDA_SUCCESS) return cu_name(r);
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < len; ++i) bad += host[i] != image[s.offset + i];
+    if (bad)
+      m_errors.push_back(
+          fmt::format("{}: cuMemcpyDtoH of {} read {} bytes that differ from what "
+                      "the program copied in",
+                      s.loc.str(), s.buffer, bad));
+    return "ok";
+  }
+  auto dst = m_buffers.find(s.to);
+  const buffer d = dst == m_buffers.end() ? buffer{0, 0, 0, false} : dst->second;
+  CUresult r = s.async ? cuMemcpyDtoDAsync(d.va + s.offset, b.va + s.offset, len, nullptr)
+                       : cuMemcpyDtoD(d.va + s.offset, b.va + s.offset, len);
+  if (r == CUDA_SUCCESS) {
+    auto& to = m_images[s.to];
+    to.resize(std::max<uint64_t>(to.size(), d.size));
+    std::copy(image.begin() + s.offset, image.begin() + s.offset + len, to.begin() + s.offset);
+  }
+  return cu_name(r);
+}
+
 void program_runner::fill_gpu(const buffer& b, uint64_t offset, uint64_t length, uint64_t seed) {
   for (uint64_t i = 0; i < length;) {
     auto where = m_driver.vram_of(b.pid, b.va + offset + i);
-    uint64_t n = std::min(length - i, nv::gpu_page_bytes - (b.va + offset + i) % nv::gpu_page_bytes);
+    uint64_t n =
+        std::min(length - i, nv::gpu_page_bytes - (b.va + offset + i) % nv::gpu_page_bytes);
     std::vector<uint8_t> bytes(n);
     for (uint64_t k = 0; k < n; ++k) bytes[k] = pattern_byte(seed, i + k);
     m_driver.gpu(where->first).vram->write(where->second, bytes);
@@ -96,7 +146,8 @@ uint64_t program_runner::verify(const buffer& b, uint64_t offset, uint64_t lengt
   uint64_t bad = 0;
   for (uint64_t i = 0; i < length;) {
     auto where = m_driver.vram_of(b.pid, b.va + offset + i);
-    uint64_t n = std::min(length - i, nv::gpu_page_bytes - (b.va + offset + i) % nv::gpu_page_bytes);
+    uint64_t n =
+        std::min(length - i, nv::gpu_page_bytes - (b.va + offset + i) % nv::gpu_page_bytes);
     std::vector<uint8_t> gpu(n), dev(n);
     if (where) m_driver.gpu(where->first).vram->read(where->second, gpu);
     m_engine->local_memory().read(local + i, dev);
@@ -149,7 +200,8 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     m_engine->submit(std::move(job));
     const uint32_t id = job.stream;
     while (!log[id].finished()) wait(log.finished_event());
-    if (log[id].last_land_ps > link::now_ps()) wait(link::ps(log[id].last_land_ps - link::now_ps()));
+    if (log[id].last_land_ps > link::now_ps())
+      wait(link::ps(log[id].last_land_ps - link::now_ps()));
     m_kmd->dma_end(*r);
     m_dma_done.notify(SC_ZERO_TIME);
     kernel::set_current_pid(pid);
@@ -161,18 +213,24 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     d.failed += log[id].failed_bytes;
     if (!d.first_ps) d.first_ps = log[id].first_start_ps;
     d.last_ps = log[id].last_land_ps;
-    if (log[id].failed_bytes == 0 && m_buffers.at(s.buffer).live)
+    if (log[id].failed_bytes == 0 && m_buffers.at(s.buffer).live) {
       d.mismatched += verify(b, s.offset, len, local, s.write);
+      if (s.write) {  // what the buffer now holds, for later cuMemcpyDtoH checks
+        auto& image = m_images[s.buffer];
+        image.resize(std::max<uint64_t>(image.size(), b.size));
+        std::copy(pat.begin(), pat.end(), image.begin() + s.offset);
+      }
+    }
   }
   dma_result& d = m_dmas[index];
   d.done = true;
   m_dma_done.notify(SC_ZERO_TIME);
   if (d.failed)
-    m_errors.push_back(fmt::format("{}: {} of {} bytes refused by the fabric", d.name, d.failed,
-                                   d.bytes));
+    m_errors.push_back(
+        fmt::format("{}: {} of {} bytes refused by the fabric", d.name, d.failed, d.bytes));
   if (d.mismatched)
-    m_errors.push_back(fmt::format("{}: {} bytes differ between GPU memory and the device", d.name,
-                                   d.mismatched));
+    m_errors.push_back(
+        fmt::format("{}: {} bytes differ between GPU memory and the device", d.name, d.mismatched));
   return result;
 }
 
@@ -180,9 +238,12 @@ json program_runner::results() const {
   json j;
   j["steps"] = m_steps;
   const auto& c = m_driver.counters();
-  j["driver"] = {{"pins", c.pins},           {"unpins", c.unpins},
-                 {"persistent_pins", c.persistent_pins}, {"callbacks", c.callbacks},
-                 {"refused_calls", c.refused}, {"pinning_ns", c.pin_ns}};
+  j["driver"] = {{"pins", c.pins},
+                 {"unpins", c.unpins},
+                 {"persistent_pins", c.persistent_pins},
+                 {"callbacks", c.callbacks},
+                 {"refused_calls", c.refused},
+                 {"pinning_ns", c.pin_ns}};
   j["driver"]["events"] = json::array();
   for (const auto& e : m_driver.events())
     j["driver"]["events"].push_back({{"what", e.what}, {"detail", e.detail}});
@@ -201,15 +262,17 @@ json program_runner::results() const {
                         {"callbacks", k.callbacks},
                         {"callbacks_that_waited", k.waited_callbacks}};
   }
+  j["cuda_copies"] = {{"copies", m_copies->copies()}, {"bytes", m_copies->bytes()}};
   j["bar1"] = json::array();
   for (int g = 0; g < m_driver.gpu_count(); ++g) {
     const auto& res = m_driver.gpu(g);
     uint64_t total = res.bar1->size(), used = m_driver.bar1_used_bytes(g);
-    j["bar1"].push_back({{"gpu", res.name},
-                         {"total_bytes", total},
-                         {"used_bytes", used},
-                         {"free_bytes", total - used},
-                         {"peak_used_bytes", m_bar1_peak.count(res.name) ? m_bar1_peak.at(res.name) : used}});
+    j["bar1"].push_back(
+        {{"gpu", res.name},
+         {"total_bytes", total},
+         {"used_bytes", used},
+         {"free_bytes", total - used},
+         {"peak_used_bytes", m_bar1_peak.count(res.name) ? m_bar1_peak.at(res.name) : used}});
   }
   j["dma"] = json::array();
   for (const auto& d : m_dmas) {

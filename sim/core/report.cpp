@@ -66,25 +66,28 @@ void print_program(std::ostream& os, const nlohmann::json& p) {
   auto mib = [](const nlohmann::json& v) { return v.get<uint64_t>() >> 20; };
   for (const auto& b : p["bar1"]) {
     os << fmt::format("    {}\n        BAR1 Memory Usage\n", b["gpu"].get<std::string>());
-    os << fmt::format("            Total                             : {} MiB\n", mib(b["total_bytes"]));
-    os << fmt::format("            Used                              : {} MiB\n", mib(b["used_bytes"]));
-    os << fmt::format("            Free                              : {} MiB\n", mib(b["free_bytes"]));
+    os << fmt::format("            Total                             : {} MiB\n",
+                      mib(b["total_bytes"]));
+    os << fmt::format("            Used                              : {} MiB\n",
+                      mib(b["used_bytes"]));
+    os << fmt::format("            Free                              : {} MiB\n",
+                      mib(b["free_bytes"]));
     os << fmt::format("            Peak Used                         : {} MiB\n",
                       mib(b["peak_used_bytes"]));
   }
   const auto& d = p["driver"];
-  os << fmt::format("    nv-p2p: {} pins, {} unpins, {} free callbacks, {} refused calls; "
-                    "pinning took {:.3f} ms\n",
-                    d["pins"].get<uint64_t>(), d["unpins"].get<uint64_t>(),
-                    d["callbacks"].get<uint64_t>(), d["refused_calls"].get<uint64_t>(),
-                    d["pinning_ns"].get<double>() / 1e6);
+  os << fmt::format(
+      "    nv-p2p: {} pins, {} unpins, {} free callbacks, {} refused calls; "
+      "pinning took {:.3f} ms\n",
+      d["pins"].get<uint64_t>(), d["unpins"].get<uint64_t>(), d["callbacks"].get<uint64_t>(),
+      d["refused_calls"].get<uint64_t>(), d["pinning_ns"].get<double>() / 1e6);
   if (p.contains("regcache")) {
     const auto& c = p["regcache"];
-    os << fmt::format("    registration cache: {} hits, {} misses, {} evictions, {} retries "
-                      "after -ENOMEM, {} stale (buffer ID)\n",
-                      c["hits"].get<uint64_t>(), c["misses"].get<uint64_t>(),
-                      c["evictions"].get<uint64_t>(), c["enomem_retries"].get<uint64_t>(),
-                      c["tag_invalidations"].get<uint64_t>());
+    os << fmt::format(
+        "    registration cache: {} hits, {} misses, {} evictions, {} retries "
+        "after -ENOMEM, {} stale (buffer ID)\n",
+        c["hits"].get<uint64_t>(), c["misses"].get<uint64_t>(), c["evictions"].get<uint64_t>(),
+        c["enomem_retries"].get<uint64_t>(), c["tag_invalidations"].get<uint64_t>());
   }
   if (!p["dma"].empty()) {
     os << fmt::format("    {:<14}{:<7}{:>12}{:>12}{:>10}\n", "DMA", "op", "bytes", "refused",

@@ -41,7 +41,7 @@ struct run_result {
   double wall_seconds = 0;
   uint64_t tlps = 0;
   nlohmann::json stats = nlohmann::json::object();
-  nlohmann::json program;  // steps, driver and cache counters, BAR1 use (null: no program)
+  nlohmann::json program;           // steps, driver and cache counters, BAR1 use (null: no program)
   std::vector<std::string> errors;  // failed checks (data mismatch, refused bytes)
 };
 

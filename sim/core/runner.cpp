@@ -295,7 +295,8 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   fabric_system sys(t, a);
   driver drv("driver", sys, s, r);
   std::unique_ptr<program_runner> prog;
-  if (!s.program.empty()) prog = std::make_unique<program_runner>("program", sys, s.program, s.seed);
+  if (!s.program.empty())
+    prog = std::make_unique<program_runner>("program", sys, s.program, s.seed);
   sc_start();
   if (prog) {
     r.program = prog->results();

@@ -41,8 +41,8 @@ struct scenario {
   bool measure_latency = true;
   uint64_t latency_size = 4;  // bytes moved by a latency probe
   int latency_samples = 8;
-  bool verify = true;  // compare every byte after each transfer
-  uint64_t seed = 1;   // data patterns
+  bool verify = true;    // compare every byte after each transfer
+  uint64_t seed = 1;     // data patterns
   program_spec program;  // processes calling CUDA and the third-party driver (optional)
 };
 

@@ -91,6 +91,6 @@ TEST_CASE("a program step of an undeclared process is rejected", "[cli][bad][pro
                   "program_unknown_process.yaml:7:15", "process", "no process 'ap'");
 }
 TEST_CASE("a peer driver on a device that is not a DMA engine is rejected", "[cli][bad][program]") {
-  expect_rejected("run tests/data/bad/program_peer_not_dma.yaml", "program_peer_not_dma.yaml:4:",
-                  "device", "not a DMA engine");
+  expect_rejected("run tests/data/bad/program_peer_not_dma.yaml",
+                  "program_peer_not_dma.yaml:4:", "device", "not a DMA engine");
 }

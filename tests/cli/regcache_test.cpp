@@ -18,11 +18,12 @@ nlohmann::json program_of(const std::string& args, const std::string& name, std:
 }
 }  // namespace
 
-TEST_CASE("the registration cache saves the pinning time of repeated transfers", "[cli][regcache]") {
+TEST_CASE("the registration cache saves the pinning time of repeated transfers",
+          "[cli][regcache]") {
   std::string with_text, without_text;
   auto with = program_of("", "regcache_on", &with_text);
-  auto without = program_of("--set peer_driver.regcache.enabled=false", "regcache_off",
-                            &without_text);
+  auto without =
+      program_of("--set peer_driver.regcache.enabled=false", "regcache_off", &without_text);
   double pin_with = with["driver"]["pinning_ns"], pin_without = without["driver"]["pinning_ns"];
   INFO("pinning with cache " << pin_with << " ns, without " << pin_without << " ns");
   CHECK(with["driver"]["pins"] == 2);
