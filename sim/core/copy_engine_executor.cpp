@@ -57,9 +57,31 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
     std::vector<uint8_t> bytes(r.bytes);
     rc.memory().read(staging, bytes);
     std::memcpy(r.host_dst, bytes.data(), r.bytes);
+  } else if (r.src_gpu != r.dst_gpu) {
+    // Across GPUs without peer access the driver stages through host memory: the source
+    // GPU's copy engine writes the bytes to the staging buffer, the destination's reads them.
+    cuda::copy_request out = r, in = r;
+    out.segments.clear();
+    in.segments.clear();
+    uint64_t host = 0;
+    for (const auto& seg : r.segments) {
+      out.segments.push_back({seg.src, host, seg.bytes});
+      in.segments.push_back({host, seg.dst, seg.bytes});
+      host += seg.bytes;
+    }
+    auto& src_rc = socket_of(r.src_gpu);
+    auto& dst_rc = socket_of(r.dst_gpu);
+    uint64_t src_staging = src_rc.memory().capacity() - staging_bytes;
+    uint64_t dst_staging = dst_rc.memory().capacity() - staging_bytes;
+    engine_dma(r.src_gpu, true, src_staging, out, false);
+    if (&src_rc != &dst_rc) {  // the other socket's staging buffer (the CPU copies it over)
+      std::vector<uint8_t> bytes(r.bytes);
+      src_rc.memory().read(src_staging, bytes);
+      dst_rc.memory().write(dst_staging, bytes);
+    }
+    engine_dma(r.dst_gpu, false, dst_staging, in, true);
   } else {
-    // Within one GPU: VRAM to VRAM through the copy engine, no PCIe traffic. (Across GPUs
-    // the bytes move functionally here; peer copies are not modelled on the fabric yet.)
+    // Within one GPU: VRAM to VRAM through the copy engine, no PCIe traffic.
     auto& src = *m_gpus.at(r.src_gpu);
     auto& dst = *m_gpus.at(r.dst_gpu);
     std::vector<uint8_t> buf;
@@ -76,7 +98,8 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
 }
 
 void copy_engine_executor::copy(const cuda::copy_request& r) {
-  if (r.bytes > staging_bytes && r.kind != cuda::copy_kind::device_to_device)
+  if (r.bytes > staging_bytes && (r.kind != cuda::copy_kind::device_to_device ||
+                                  r.src_gpu != r.dst_gpu))
     throw std::runtime_error("a host copy larger than the 256 MiB staging buffer");
   // The source bytes of a host copy are taken now: the application may reuse its buffer.
   std::vector<uint8_t> staged;

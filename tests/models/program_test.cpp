@@ -117,3 +117,13 @@ TEST_CASE("CUDA copies run on the GPU copy engine over the fabric and return the
   CHECK(us < 4.0 * 1048576 / 5.0e3);
   CHECK(r.stats["devices"]["gpu0"]["requester"]["read_requests"].get<uint64_t>() > 0);
 }
+
+TEST_CASE("a copy between two GPUs is staged through host memory by both copy engines",
+          "[program][cuda]") {
+  auto r = run_scenario("tests/data/scenarios/cuda_copy_two_gpus.yaml");
+  INFO(r.program["steps"].dump(1));
+  for (const auto& s : r.program["steps"]) CHECK(s["ok"].get<bool>());
+  CHECK(r.errors.empty());  // b read back what was copied into a
+  CHECK(r.stats["devices"]["gpu0"]["requester"]["write_tlps"].get<uint64_t>() > 0);  // out
+  CHECK(r.stats["devices"]["gpu1"]["requester"]["read_requests"].get<uint64_t>() > 0);  // in
+}
