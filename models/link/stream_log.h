@@ -33,6 +33,7 @@ class stream_log {
   sc_core::sc_event& finished_event() { return m_finished; }
 
  private:
+  void account(uint32_t id, uint64_t stream_record::*field, uint64_t bytes, uint64_t now);
   std::deque<stream_record> m_records{1};  // id 0: traffic that belongs to no stream
   sc_core::sc_event m_finished;
 };

@@ -26,44 +26,40 @@ uint8_t* backing_store::chunk_for_write(uint64_t index) {
   return c.get();
 }
 
-void backing_store::write(uint64_t offset, std::span<const uint8_t> data) {
-  check(offset, data.size());
-  size_t done = 0;
-  while (done < data.size()) {
-    uint64_t a = offset + done;
-    uint64_t in_chunk = a % chunk_bytes;
-    size_t n = std::min<uint64_t>(data.size() - done, chunk_bytes - in_chunk);
-    std::memcpy(chunk_for_write(a / chunk_bytes) + in_chunk, data.data() + done, n);
-    done += n;
-  }
-}
-
-void backing_store::read(uint64_t offset, std::span<uint8_t> out) const {
-  check(offset, out.size());
-  size_t done = 0;
-  while (done < out.size()) {
-    uint64_t a = offset + done;
-    uint64_t in_chunk = a % chunk_bytes;
-    size_t n = std::min<uint64_t>(out.size() - done, chunk_bytes - in_chunk);
-    const auto& c = m_chunks[a / chunk_bytes];
-    if (c)
-      std::memcpy(out.data() + done, c.get() + in_chunk, n);
-    else
-      std::memset(out.data() + done, 0, n);
-    done += n;
-  }
-}
-
-void backing_store::fill(uint64_t offset, uint64_t length, uint8_t value) {
+// Visits [offset, offset + length) chunk by chunk: f(chunk index, offset in chunk, bytes
+// done so far, bytes in this piece).
+template <typename F>
+void backing_store::for_each_piece(uint64_t offset, uint64_t length, F&& f) const {
   check(offset, length);
-  uint64_t done = 0;
-  while (done < length) {
+  for (uint64_t done = 0; done < length;) {
     uint64_t a = offset + done;
     uint64_t in_chunk = a % chunk_bytes;
     uint64_t n = std::min<uint64_t>(length - done, chunk_bytes - in_chunk);
-    std::memset(chunk_for_write(a / chunk_bytes) + in_chunk, value, n);
+    f(a / chunk_bytes, in_chunk, done, n);
     done += n;
   }
+}
+
+void backing_store::write(uint64_t offset, std::span<const uint8_t> data) {
+  for_each_piece(offset, data.size(), [&](uint64_t chunk, uint64_t at, uint64_t done, uint64_t n) {
+    std::memcpy(chunk_for_write(chunk) + at, data.data() + done, n);
+  });
+}
+
+void backing_store::read(uint64_t offset, std::span<uint8_t> out) const {
+  for_each_piece(offset, out.size(), [&](uint64_t chunk, uint64_t at, uint64_t done, uint64_t n) {
+    const auto& c = m_chunks[chunk];
+    if (c)
+      std::memcpy(out.data() + done, c.get() + at, n);
+    else
+      std::memset(out.data() + done, 0, n);  // never written: zeros
+  });
+}
+
+void backing_store::fill(uint64_t offset, uint64_t length, uint8_t value) {
+  for_each_piece(offset, length, [&](uint64_t chunk, uint64_t at, uint64_t, uint64_t n) {
+    std::memset(chunk_for_write(chunk) + at, value, n);
+  });
 }
 
 }  // namespace p2psim::memory

@@ -24,6 +24,8 @@ class backing_store {
 
  private:
   void check(uint64_t offset, uint64_t length) const;
+  template <typename F>
+  void for_each_piece(uint64_t offset, uint64_t length, F&& f) const;
   uint8_t* chunk_for_write(uint64_t index);
 
   uint64_t m_capacity;
