@@ -45,11 +45,11 @@ class tree_printer {
 
   void socket(const socket_params& s) {
     const socket_addresses& sa = m_map.sockets.at(s.name);
-    fmt::print(m_os, "{} ({}): memory {} @ {}, MMIO {}-{}, {}\n", s.name,
+    fmt::print(m_os, "{} ({}): memory {} @ {}, MMIO {}-{}, {}, IOMMU {}\n", s.name,
                s.platform_name.empty() ? "default platform" : s.platform_name,
                format_size(s.memory_bytes), format_address(sa.memory.base),
                format_address(sa.mmio.base), format_address(sa.mmio.end() - 1),
-               buses_text(sa.buses));
+               buses_text(sa.buses), to_string(s.iommu.mode));
     for (int h = 0; h < s.host_bridges; ++h) {
       std::vector<const link_params*> ports;
       for (const auto* l : m_t.links_below(s.name))

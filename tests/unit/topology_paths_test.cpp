@@ -117,7 +117,7 @@ TEST_CASE("topology report: lspci-like tree", "[topology][report]") {
   const std::string s = os.str();
   INFO(s);
   CHECK_THAT(s, StartsWith("cpu0 (tiny_gen4): memory 64GiB @ 0x0, MMIO "
-                           "0x4000_0000_0000-0x43ff_ffff_ffff, buses 00-04\n"
+                           "0x4000_0000_0000-0x43ff_ffff_ffff, buses 00-04, IOMMU off\n"
                            "\\-[00] host bridge 0 (00:00.0)\n"
                            "   \\-00:01.0 root port -> sw0, Gen4 x16, buses 01-04, window "
                            "0x4000_0000_0000-0x4000_18ff_ffff\n"

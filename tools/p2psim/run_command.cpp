@@ -123,7 +123,12 @@ int run_command(const run_args& a, const char* argv0) {
   } else {
     fs::path tmp = fs::temp_directory_path() / fmt::format("p2psim-{}", getpid());
     fs::create_directories(tmp);
+    const bool progress = isatty(STDERR_FILENO);  // machine output never mixes with it
     for (size_t i = 0; i < sc.topologies.size(); ++i) {
+      if (progress)
+        std::cerr << fmt::format("\r[{}/{}] {}\033[K", i + 1, sc.topologies.size(),
+                                 sc.topologies[i])
+                  << std::flush;
       std::string file = (tmp / fmt::format("run{}.json", i)).string();
       int code = run_child(argv0, a, i, file);
       if (code != 0) {
@@ -134,6 +139,7 @@ int run_command(const run_args& a, const char* argv0) {
       runs.push_back(core::run_result_from_json(json::parse(f)));
     }
     fs::remove_all(tmp);
+    if (progress) std::cerr << "\r\033[K" << std::flush;
   }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
