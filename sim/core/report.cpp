@@ -30,7 +30,14 @@ std::vector<std::string> devices_of(const run_result& r) {
   };
   for (const auto& b : r.bandwidth) add(b.src), add(b.dst);
   for (const auto& l : r.latency) add(l.src), add(l.dst);
-  std::sort(names.begin(), names.end());
+  // Natural order, as nvidia-smi lists devices: gpu2 before gpu10.
+  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+    auto split = [](const std::string& s) {
+      size_t i = s.find_last_not_of("0123456789") + 1;
+      return std::make_pair(s.substr(0, i), i < s.size() ? std::stoull(s.substr(i)) : 0ull);
+    };
+    return split(a) < split(b);
+  });
   return names;
 }
 
