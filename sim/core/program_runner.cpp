@@ -94,6 +94,7 @@ void program_runner::wait_driver_time() {
 void program_runner::main() {
   for (size_t i = 0; i < m_spec.steps.size(); ++i) {
     const step_spec& s = m_spec.steps[i];
+    m_doing = fmt::format("step {} ({} {}) at {}", i, s.process, s.call, s.loc.str());
     uint64_t start = link::now_ps();
     std::string result;
     try {
@@ -116,8 +117,10 @@ void program_runner::main() {
       m_errors.push_back(fmt::format("{}: step {} ({} {}) returned {}, expected {}", s.loc.str(), i,
                                      s.process, s.call, result, s.expect));
   }
+  m_doing = "waiting for the program's DMAs";
   for (const auto& d : m_dmas)  // let every DMA the program started finish
     while (!d.done) wait(m_dma_done);
+  m_doing.clear();
 }
 
 std::string program_runner::run_step(const step_spec& s) {

@@ -33,6 +33,8 @@ class program_runner : public sc_core::sc_module {
   nlohmann::json results() const;
   // One line per failed expectation or lost byte; empty when the program ran as expected.
   const std::vector<std::string>& errors() const { return m_errors; }
+  // The step it was in if it never finished (empty when it did).
+  const std::string& stuck_at() const { return m_doing; }
 
  private:
   struct buffer {
@@ -77,6 +79,7 @@ class program_runner : public sc_core::sc_module {
   sc_core::sc_event m_dma_done;
   nlohmann::json m_steps = nlohmann::json::array();
   std::vector<std::string> m_errors;
+  std::string m_doing = "starting";
 };
 
 }  // namespace p2psim::core

@@ -90,6 +90,8 @@ class driver : public sc_module {
       : sc_module(n), m_sys(sys), m_sc(s), m_out(out) {
     SC_THREAD(main);
   }
+  // What it was doing, if it never got to the end (the event queue ran dry under it).
+  const std::string& stuck_at() const { return m_doing; }
 
  private:
   struct outcome {
@@ -206,19 +208,26 @@ class driver : public sc_module {
   }
 
   void main() {
+    m_doing = "starting";
     if (m_sc.measure_bandwidth)
-      for (size_t i = 0; i < m_sc.transfers.size(); ++i) bandwidth(m_sc.transfers[i], i);
+      for (size_t i = 0; i < m_sc.transfers.size(); ++i) {
+        m_doing = "transfer '" + m_sc.transfers[i].name + "'";
+        bandwidth(m_sc.transfers[i], i);
+      }
+    m_doing = "latency probes";
     if (m_sc.measure_latency) {
       std::set<std::tuple<std::string, std::string, bool>> seen;
       for (const auto& t : m_sc.transfers)
         if (seen.insert({t.initiator, t.target, t.write}).second) latency(t);
     }
     // Nothing is left in flight: sc_start returns when the event queue runs dry.
+    m_doing.clear();
   }
 
   fabric_system& m_sys;
   const scenario& m_sc;
   run_result& m_out;
+  std::string m_doing;
 };
 
 }  // namespace
@@ -298,6 +307,15 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   if (!s.program.empty())
     prog = std::make_unique<program_runner>("program", sys, s.program, s.seed);
   sc_start();
+  // sc_start returns when no event is left: if a driver thread had not finished, something in
+  // the fabric model waits forever (a deadlock). Say where, rather than report partial results.
+  std::string stuck = drv.stuck_at();
+  if (stuck.empty() && prog) stuck = prog->stuck_at();
+  if (!stuck.empty())
+    throw std::runtime_error(fmt::format(
+        "the simulation of {} stalled at {:.3f} us during {}: nothing is left to happen but "
+        "it has not finished (a deadlock in the model)",
+        t.name, sc_time_stamp().to_seconds() * 1e6, stuck));
   if (prog) {
     r.program = prog->results();
     for (const auto& e : prog->errors()) r.errors.push_back(e);

@@ -130,6 +130,17 @@ void check_link(const topology& t, const link_params& l,
   } else if (l.key_locs.count("host_bridge") && l.host_bridge != 0) {
     fail_at(l, "host_bridge", "only a link from a socket has a host_bridge");
   }
+  // A receive buffer must hold the largest TLP, or flow control stalls forever (PCIe Base
+  // Spec 2.6.1: a data credit is 16 bytes; 0 advertises infinite credits).
+  uint32_t mps = t.pcie.mps;
+  for (const auto& d : t.devices) mps = std::max(mps, t.mps_of(d));
+  const uint32_t need = mps / 16;
+  for (auto [name, value] : {std::pair{"pd", l.credits.pd}, std::pair{"cpld", l.credits.cpld}})
+    if (value && value < need)
+      fail_at(l, "credits",
+              fmt::format("credits.{} = {} cannot hold one {} B TLP ({} data credits of 16 B): "
+                          "the link would deadlock",
+                          name, value, mps, need));
 }
 
 // Links as a directed graph up -> down; a back edge of a depth-first search closes a cycle.

@@ -94,3 +94,7 @@ TEST_CASE("a peer driver on a device that is not a DMA engine is rejected", "[cl
   expect_rejected("run tests/data/bad/program_peer_not_dma.yaml",
                   "program_peer_not_dma.yaml:4:", "device", "not a DMA engine");
 }
+TEST_CASE("credits that cannot hold one MPS-sized TLP are rejected", "[cli][bad]") {
+  expect_rejected("topo tests/data/bad/topology_credits_too_small.yaml",
+                  "topology_credits_too_small.yaml:8:", "credits", "would deadlock");
+}
