@@ -111,6 +111,7 @@ void link_channel::start(entry e, uint64_t now) {
   m_busy_until = now + ser;
   meta(gp).last_ser_ps = tlp_ser;
   ++m_stats.tlps;
+  m_stats.relaxed_ordering_tlps += h.attrs.relaxed_ordering;
   m_stats.payload_bytes += pcie::has_data(h.type) ? h.length : 0;
   m_stats.wire_bytes += bytes;
   m_stats.busy_ps += ser;

@@ -36,6 +36,7 @@ struct channel_stats {
   uint64_t busy_ps = 0;        // time the serializer was sending
   uint64_t credit_stalls = 0;  // times the head TLP waited for credits
   uint64_t max_queue = 0;
+  uint64_t relaxed_ordering_tlps = 0;  // TLPs with the RO attribute set
 };
 
 class link_channel : public sc_core::sc_module {

@@ -64,6 +64,8 @@ step_spec read_step(const config::node_reader& r, const std::set<std::string>& p
     s.write = r.choice("op", {"write", "read"}) == "write";
     s.count = int(r.integer("count", 1, 1'000'000, 1));
     s.wait = r.boolean("wait", true);
+    s.relaxed_ordering = r.boolean("relaxed_ordering", false);
+    s.id_based_ordering = r.boolean("id_based_ordering", false);
     s.name = r.str("name", "");
     if (!s.name.empty()) transfers.insert(s.name);
   }

@@ -44,10 +44,12 @@ struct step_spec {
   std::string to;       // cuMemcpyDtoD: the destination buffer
   std::string name;     // cuMemAlloc: names the buffer; dma: names the transfer
   uint64_t size = 0, offset = 0;
-  bool write = true;   // dma: seen from the DMA device
-  int count = 1;       // dma: repetitions
-  bool wait = true;    // dma: wait for it (false: it runs while the program goes on)
-  bool async = false;  // cuMemcpy*: the Async form (on the NULL stream)
+  bool write = true;              // dma: seen from the DMA device
+  int count = 1;                  // dma: repetitions
+  bool wait = true;               // dma: wait for it (false: it runs while the program goes on)
+  bool async = false;             // cuMemcpy*: the Async form (on the NULL stream)
+  bool relaxed_ordering = false;  // dma: attributes of the device's requests
+  bool id_based_ordering = false;
   double time_ns = 0;  // sleep
   std::string expect = "ok";
   config::source_loc loc;

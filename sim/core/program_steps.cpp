@@ -193,6 +193,8 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     }
     dma::dma_job job;
     job.write = s.write;
+    job.attrs.relaxed_ordering = s.relaxed_ordering;
+    job.attrs.id_based_ordering = s.id_based_ordering;
     for (const auto& g : segs) job.segments.push_back({g.bus_address, g.length, g.local_offset});
     job.stream = log.open(len);
     log[job.stream].submit_ps = link::now_ps();

@@ -15,7 +15,8 @@ json channel(const link::channel_stats& s, uint64_t simulated_ns) {
           {"busy_ps", s.busy_ps},
           {"utilization_ratio", sim_ps > 0 ? s.busy_ps / sim_ps : 0.0},
           {"credit_stalls", s.credit_stalls},
-          {"max_queue_tlps", s.max_queue}};
+          {"max_queue_tlps", s.max_queue},
+          {"relaxed_ordering_tlps", s.relaxed_ordering_tlps}};
 }
 
 json iommu_domain_stats(const iommu::iommu_domain& d) {

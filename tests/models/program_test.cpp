@@ -124,6 +124,16 @@ TEST_CASE("a copy between two GPUs is staged through host memory by both copy en
   INFO(r.program["steps"].dump(1));
   for (const auto& s : r.program["steps"]) CHECK(s["ok"].get<bool>());
   CHECK(r.errors.empty());  // b read back what was copied into a
-  CHECK(r.stats["devices"]["gpu0"]["requester"]["write_tlps"].get<uint64_t>() > 0);  // out
+  CHECK(r.stats["devices"]["gpu0"]["requester"]["write_tlps"].get<uint64_t>() > 0);     // out
   CHECK(r.stats["devices"]["gpu1"]["requester"]["read_requests"].get<uint64_t>() > 0);  // in
+}
+
+TEST_CASE("a dma step's Relaxed Ordering attribute reaches the wire", "[program][ordering]") {
+  // cuda_copies.yaml's NIC write of 2 MiB sets relaxed_ordering; the GPU's copies do not.
+  auto r = run_scenario("tests/data/scenarios/cuda_copies.yaml");
+  const auto& links = r.stats["links"];
+  CHECK(links["nic0"]["upstream"]["relaxed_ordering_tlps"] == (2u << 20) / 256);  // every MWr
+  CHECK(links["gpu0"]["upstream"]["relaxed_ordering_tlps"] == 0);
+  for (const auto& d : r.program["dma"]) CHECK(d["mismatched_bytes"] == 0);
+  CHECK(r.errors.empty());
 }
