@@ -50,7 +50,9 @@ tlm::tlm_sync_enum link_channel::out_bw(tlm::tlm_generic_payload& gp, tlm::tlm_p
 }
 
 // The oldest ready head that has credits and may pass every older head still waiting.
-link_channel::entry* link_channel::pick(uint64_t now, uint64_t& wake) {
+link_channel::slot link_channel::pick(uint64_t now, uint64_t& wake) {
+  if (pcie::choice_source* choices = pcie::active_choice_source())
+    return pick_explored(now, wake, *choices);
   entry* heads[pcie::fc_class_count];
   int n = 0;
   for (auto& q : m_queue)
@@ -70,11 +72,55 @@ link_channel::entry* link_channel::pick(uint64_t now, uint64_t& wake) {
       if (heads[j]->ready_ps <= now && pcie::may_pass(h, hdr(*heads[j]->gp)) == pcie::passing::no)
         passes = false;
     if (!passes) continue;
-    if (m_credits.can_send(pcie::fc_class_of(h.type), pcie::credit_cost_of(h))) return e;
+    if (m_credits.can_send(pcie::fc_class_of(h.type), pcie::credit_cost_of(h)))
+      return {int(pcie::fc_class_of(h.type)), 0};
     ++m_stats.credit_stalls;
     if (uint64_t r = m_credits.next_return()) wake = wake ? std::min(wake, r) : r;
   }
-  return nullptr;
+  return {};
+}
+
+// With a choice source: any of the first queued TLPs (not only class heads) may go, if it has
+// credits and the ordering table lets it pass every older TLP that has arrived; where more
+// than one may, the source decides (the table's Y/N cases become observable).
+link_channel::slot link_channel::pick_explored(uint64_t now, uint64_t& wake,
+                                               pcie::choice_source& choices) {
+  constexpr size_t window = 16;  // how deep an egress queue is searched
+  slot order[window];
+  size_t n = 0, next[pcie::fc_class_count] = {0, 0, 0};
+  while (n < window) {  // merge the class queues back into arrival order
+    int best = -1;
+    for (int c = 0; c < pcie::fc_class_count; ++c)
+      if (next[c] < m_queue[c].size() &&
+          (best < 0 || m_queue[c][next[c]].seq < m_queue[best][next[best]].seq))
+        best = c;
+    if (best < 0) break;
+    order[n++] = {best, next[best]++};
+  }
+  slot eligible[window];
+  size_t m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const entry& e = m_queue[order[i].cls][order[i].index];
+    if (e.ready_ps > now) {  // still in the sender's pipeline: not here yet
+      wake = wake ? std::min(wake, e.ready_ps) : e.ready_ps;
+      continue;
+    }
+    const auto& h = hdr(*e.gp);
+    bool passes = true;
+    for (size_t j = 0; j < i && passes; ++j) {
+      const entry& older = m_queue[order[j].cls][order[j].index];
+      passes = older.ready_ps > now || pcie::may_pass(h, hdr(*older.gp)) != pcie::passing::no;
+    }
+    if (!passes) continue;
+    if (!m_credits.can_send(pcie::fc_class_of(h.type), pcie::credit_cost_of(h))) {
+      ++m_stats.credit_stalls;
+      if (uint64_t r = m_credits.next_return()) wake = wake ? std::min(wake, r) : r;
+      continue;
+    }
+    eligible[m++] = order[i];
+  }
+  if (m == 0) return {};
+  return eligible[m == 1 ? 0 : choices.pick(m)];
 }
 
 void link_channel::start(entry e, uint64_t now) {
@@ -140,14 +186,15 @@ void link_channel::pump() {
     }
     m_credits.advance(now);
     uint64_t wake = 0;
-    entry* e = pick(now, wake);
-    if (!e) {
+    slot s = pick(now, wake);
+    if (s.cls < 0) {
       if (wake) wake_at(wake, now);
       break;
     }
-    entry copy = *e;
-    m_queue[int(pcie::fc_class_of(hdr(*e->gp).type))].pop_front();
-    start(copy, now);
+    auto& q = m_queue[s.cls];
+    entry e = q[s.index];
+    q.erase(q.begin() + long(s.index));
+    start(e, now);
   }
   m_pumping = false;
 }

@@ -12,6 +12,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "models/pcie/choices.h"
 #include "models/pcie/credits.h"
 #include "models/pcie/tlp.h"
 
@@ -60,7 +61,12 @@ class link_channel : public sc_core::sc_module {
   tlm::tlm_sync_enum in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
   tlm::tlm_sync_enum out_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
   void pump();
-  entry* pick(uint64_t now, uint64_t& wake_at);
+  struct slot {  // where a queued TLP is: its class queue and position in it
+    int cls = -1;
+    size_t index = 0;
+  };
+  slot pick(uint64_t now, uint64_t& wake_at);
+  slot pick_explored(uint64_t now, uint64_t& wake_at, pcie::choice_source& choices);
   void start(entry e, uint64_t now);
   void wake_at(uint64_t t, uint64_t now);
 

@@ -26,7 +26,41 @@ const char* to_string(passing p) {
   return "?";
 }
 
-passing may_pass(const tlp_header& later, const tlp_header& earlier) {
+const std::vector<rule_info>& ordering_rule_catalogue() {
+  static const std::vector<rule_info> rules = {
+      {order_rule::p_p, "P-P", "a posted request must not pass a posted request"},
+      {order_rule::p_p_ro, "P-P:RO", "a posted request with RO may pass a posted request"},
+      {order_rule::p_p_ido, "P-P:IDO",
+       "a posted request with IDO may pass a posted request of another requester"},
+      {order_rule::npr_p, "NPR-P", "a read request must not pass a posted request"},
+      {order_rule::npr_p_ido, "NPR-P:IDO",
+       "a read request with IDO may pass a posted request of another requester"},
+      {order_rule::cpl_p, "Cpl-P", "a completion must not pass a posted request"},
+      {order_rule::cpl_p_ro, "Cpl-P:RO", "a completion with RO may pass a posted request"},
+      {order_rule::cpl_p_ido, "Cpl-P:IDO",
+       "a completion with IDO may pass a posted request of another requester"},
+      {order_rule::p_npr, "P-NPR",
+       "a posted request must be able to pass a read request (deadlock avoidance)"},
+      {order_rule::cpl_npr, "Cpl-NPR",
+       "a completion must be able to pass a read request (deadlock avoidance)"},
+      {order_rule::cpl_cpl_same_txn, "Cpl-Cpl:same-txn",
+       "completions of one request stay in address order"},
+  };
+  return rules;
+}
+
+std::optional<order_rule> ordering_rule_by_name(std::string_view name) {
+  for (const auto& r : ordering_rule_catalogue())
+    if (name == r.name) return r.id;
+  return std::nullopt;
+}
+
+ordering_rules& active_ordering_rules() {
+  static ordering_rules rules;
+  return rules;
+}
+
+passing ordering_rules::may_pass(const tlp_header& later, const tlp_header& earlier) const {
   if (later.attrs.traffic_class != earlier.attrs.traffic_class) return passing::either;
   const order_class row = order_class_of(later.type);
   const order_class col = order_class_of(earlier.type);
@@ -37,20 +71,32 @@ passing may_pass(const tlp_header& later, const tlp_header& earlier) {
       col == order_class::completion ? earlier.completer_id : earlier.requester_id;
   const bool ido = later.attrs.id_based_ordering && later_id != earlier_id;
   const bool ro = later.attrs.relaxed_ordering;
+  auto on = [&](order_rule r) { return enabled(r); };
+  auto no_unless = [&](order_rule a_case) { return on(a_case) ? passing::no : passing::either; };
 
   if (col == order_class::posted) {
     switch (row) {
-      case order_class::posted:           // P-P: a No; b RO, or IDO with other requester
-      case order_class::nonposted_write:  // NPW-P: a No; b RO or IDO
-      case order_class::completion:       // Cpl-P: a No; b RO or IDO
+      case order_class::posted:  // a: No; b: RO, or IDO with another requester
+        if ((ro && on(order_rule::p_p_ro)) || (ido && on(order_rule::p_p_ido)))
+          return passing::either;
+        return no_unless(order_rule::p_p);
+      case order_class::nonposted_write:  // NPW-P: no NPW TLPs are modelled
         return ro || ido ? passing::either : passing::no;
-      case order_class::read_request:  // NPR-P: a No; b IDO only (RO never lets a read pass)
-        return ido ? passing::either : passing::no;
+      case order_class::completion:
+        if ((ro && on(order_rule::cpl_p_ro)) || (ido && on(order_rule::cpl_p_ido)))
+          return passing::either;
+        return no_unless(order_rule::cpl_p);
+      case order_class::read_request:  // RO never lets a read pass a write
+        if (ido && on(order_rule::npr_p_ido)) return passing::either;
+        return no_unless(order_rule::npr_p);
     }
   }
   switch (row) {
-    case order_class::posted:  // P passes NPR and NPW: Yes; P-Cpl a: Y/N
-      return col == order_class::completion ? passing::either : passing::yes;
+    case order_class::posted:  // P passes NPR and NPW: Yes; P-Cpl: Y/N
+      if (col == order_class::completion) return passing::either;
+      if (col == order_class::read_request)
+        return on(order_rule::p_npr) ? passing::yes : passing::no;
+      return passing::yes;
     case order_class::read_request:
     case order_class::nonposted_write:
       return passing::either;
@@ -58,9 +104,11 @@ passing may_pass(const tlp_header& later, const tlp_header& earlier) {
       if (col == order_class::completion) {
         // Completions of one request (same transaction ID) stay in address order.
         bool same_txn = later.requester_id == earlier.requester_id && later.tag == earlier.tag;
-        return same_txn ? passing::no : passing::either;
+        return same_txn ? no_unless(order_rule::cpl_cpl_same_txn) : passing::either;
       }
-      return passing::yes;  // Cpl passes NPR and NPW
+      if (col == order_class::read_request)
+        return on(order_rule::cpl_npr) ? passing::yes : passing::no;
+      return passing::yes;  // Cpl passes NPW
   }
   return passing::either;
 }

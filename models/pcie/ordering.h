@@ -2,6 +2,11 @@
 // (the row) pass an earlier one (the column) that is waiting in the same queue?
 #pragma once
 
+#include <bitset>
+#include <optional>
+#include <string_view>
+#include <vector>
+
 #include "models/pcie/tlp.h"
 
 namespace p2psim::pcie {
@@ -16,8 +21,50 @@ enum class passing {
 };
 const char* to_string(passing p);
 
-// `later` wants to pass `earlier`. Rules hold within one traffic class; TLPs of different
-// traffic classes have no ordering relation (`either`).
-passing may_pass(const tlp_header& later, const tlp_header& earlier);
+// The table's rules by name, so a test can turn exactly one off (mutation testing). Turning
+// off a "No" rule makes the pair Y/N; turning off a "Yes" rule (deadlock avoidance) makes it
+// No; turning off a b-case relaxation (RO, IDO) leaves the a-case No in force.
+enum class order_rule : uint8_t {
+  p_p,               // "P-P": a posted request must not pass a posted request
+  p_p_ro,            // "P-P:RO": ... unless the later one has Relaxed Ordering (Y/N)
+  p_p_ido,           // "P-P:IDO": ... or IDO and another requester (Y/N)
+  npr_p,             // "NPR-P": a read request must not pass a posted request
+  npr_p_ido,         // "NPR-P:IDO": ... unless IDO and another requester (RO never does)
+  cpl_p,             // "Cpl-P": a completion must not pass a posted request
+  cpl_p_ro,          // "Cpl-P:RO"
+  cpl_p_ido,         // "Cpl-P:IDO"
+  p_npr,             // "P-NPR": a posted request must be able to pass a read request
+  cpl_npr,           // "Cpl-NPR": a completion must be able to pass a read request
+  cpl_cpl_same_txn,  // "Cpl-Cpl:same-txn": completions of one request stay in address order
+  count
+};
+
+struct rule_info {
+  order_rule id;
+  const char* name;
+  const char* text;
+};
+const std::vector<rule_info>& ordering_rule_catalogue();
+std::optional<order_rule> ordering_rule_by_name(std::string_view name);
+
+class ordering_rules {
+ public:
+  void disable(order_rule r) { m_off.set(size_t(r)); }
+  bool enabled(order_rule r) const { return !m_off.test(size_t(r)); }
+  // `later` wants to pass `earlier`. Rules hold within one traffic class; TLPs of different
+  // traffic classes have no ordering relation (`either`).
+  passing may_pass(const tlp_header& later, const tlp_header& earlier) const;
+
+ private:
+  std::bitset<size_t(order_rule::count)> m_off;
+};
+
+// The rules in force in this process (all of them, unless --mutate turned one off).
+ordering_rules& active_ordering_rules();
+
+// may_pass under the rules in force.
+inline passing may_pass(const tlp_header& later, const tlp_header& earlier) {
+  return active_ordering_rules().may_pass(later, earlier);
+}
 
 }  // namespace p2psim::pcie
