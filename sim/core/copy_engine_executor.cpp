@@ -81,25 +81,26 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
     }
     engine_dma(r.dst_gpu, false, dst_staging, in, true);
   } else {
-    // Within one GPU: VRAM to VRAM through the copy engine, no PCIe traffic.
+    // Within one GPU: VRAM to VRAM through the copy engine, no PCIe traffic. The bytes land
+    // when the copy completes (a reader before then sees the old data: guide 5.7).
     auto& src = *m_gpus.at(r.src_gpu);
     auto& dst = *m_gpus.at(r.dst_gpu);
-    std::vector<uint8_t> buf;
-    for (const auto& s : r.segments) {
-      buf.resize(s.bytes);
-      src.vram().read(s.src, buf);
-      dst.vram().write(s.dst, buf);
+    std::vector<std::vector<uint8_t>> bytes;
+    for (const auto& seg : r.segments) {
+      bytes.emplace_back(seg.bytes);
+      src.vram().read(seg.src, bytes.back());
     }
     double gbs = src.params().vram.bandwidth_gbs;
     if (gbs > 0) wait(sc_time(2.0 * r.bytes / gbs, SC_NS));  // read and write each byte
+    for (size_t i = 0; i < r.segments.size(); ++i) dst.vram().write(r.segments[i].dst, bytes[i]);
   }
   ++m_copies;
   m_bytes += r.bytes;
 }
 
 void copy_engine_executor::copy(const cuda::copy_request& r) {
-  if (r.bytes > staging_bytes && (r.kind != cuda::copy_kind::device_to_device ||
-                                  r.src_gpu != r.dst_gpu))
+  if (r.bytes > staging_bytes &&
+      (r.kind != cuda::copy_kind::device_to_device || r.src_gpu != r.dst_gpu))
     throw std::runtime_error("a host copy larger than the 256 MiB staging buffer");
   // The source bytes of a host copy are taken now: the application may reuse its buffer.
   std::vector<uint8_t> staged;

@@ -46,6 +46,7 @@ class program_runner : public sc_core::sc_module {
     std::string name;
     bool write = true;
     uint64_t bytes = 0, landed = 0, failed = 0, mismatched = 0;
+    uint64_t stale = 0;  // read bytes that differ from what the program had put there
     uint64_t first_ps = 0, last_ps = 0;
     bool done = false;
   };

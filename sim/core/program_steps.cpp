@@ -168,11 +168,12 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     // Source gets the pattern, the destination its complement.
     std::vector<uint8_t> pat(len), inv(len);
     for (uint64_t i = 0; i < len; ++i) pat[i] = pattern_byte(seed, i), inv[i] = uint8_t(~pat[i]);
+    // A write sends a fresh pattern over the complement; a read leaves the GPU buffer as the
+    // program made it and reads into the complement of the pattern.
     if (s.write) {
       m_engine->local_memory().write(local, pat);
       fill_gpu(b, s.offset, len, ~seed);
     } else {
-      fill_gpu(b, s.offset, len, seed);
       m_engine->local_memory().write(local, inv);
     }
     kernel::set_current_pid(pid);
@@ -215,6 +216,12 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     d.failed += log[id].failed_bytes;
     if (!d.first_ps) d.first_ps = log[id].first_start_ps;
     d.last_ps = log[id].last_land_ps;
+    if (!s.write && m_images.count(s.buffer)) {  // compare with what the program put there
+      std::vector<uint8_t> got(len);
+      m_engine->local_memory().read(local, got);
+      const auto& image = m_images.at(s.buffer);
+      for (uint64_t i = 0; i < len; ++i) d.stale += got[i] != image[s.offset + i];
+    }
     if (log[id].failed_bytes == 0 && m_buffers.at(s.buffer).live) {
       d.mismatched += verify(b, s.offset, len, local, s.write);
       if (s.write) {  // what the buffer now holds, for later cuMemcpyDtoH checks
@@ -284,6 +291,7 @@ json program_runner::results() const {
                         {"bytes", d.bytes},
                         {"landed_bytes", d.landed},
                         {"failed_bytes", d.failed},
+                        {"stale_bytes", d.stale},
                         {"mismatched_bytes", d.mismatched},
                         {"first_ns", d.first_ps / 1000.0},
                         {"last_ns", d.last_ps / 1000.0},

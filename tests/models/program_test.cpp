@@ -137,3 +137,23 @@ TEST_CASE("a dma step's Relaxed Ordering attribute reaches the wire", "[program]
   for (const auto& d : r.program["dma"]) CHECK(d["mismatched_bytes"] == 0);
   CHECK(r.errors.empty());
 }
+
+TEST_CASE("5.7: an RDMA read right after cuMemcpyDtoD may see old data without SYNC_MEMOPS",
+          "[program][visibility]") {
+  auto r = run_scenario("tests/data/scenarios/dtod_then_rdma.yaml");
+  const auto& rdma = dma(r, "rdma");
+  INFO(r.program.dump(1));
+  // The NIC read dst while the copy was still running: it got old bytes, not the copy's.
+  CHECK(rdma["stale_bytes"].get<uint64_t>() > 0);
+  CHECK(rdma["failed_bytes"] == 0);
+}
+
+TEST_CASE("5.7: with SYNC_MEMOPS the RDMA read after cuMemcpyDtoD never sees old data",
+          "[program][visibility]") {
+  auto r = run_scenario("tests/data/scenarios/dtod_then_rdma_sync.yaml");
+  const auto& rdma = dma(r, "rdma");
+  INFO(r.program.dump(1));
+  CHECK(rdma["stale_bytes"] == 0);
+  CHECK(rdma["mismatched_bytes"] == 0);
+  CHECK(rdma["bytes"] == 64 * 1024);
+}
