@@ -6,10 +6,10 @@
 
 using namespace p2psim;
 using test::callback_state;
+using test::k64;
 using test::p2p_world;
 
 namespace {
-constexpr uint64_t k64 = 64 * 1024;
 
 bool reported(const nv::nvidia_driver& d, const std::string& words) {
   for (const auto& e : d.events())

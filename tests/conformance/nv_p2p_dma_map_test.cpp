@@ -6,10 +6,10 @@
 #include "tests/conformance/nv_p2p_fixture.h"
 
 using namespace p2psim;
+using test::k64;
 using test::p2p_world;
 
 namespace {
-constexpr uint64_t k64 = 64 * 1024;
 
 struct pinned {
   p2p_world w;

@@ -11,6 +11,9 @@
 
 namespace p2psim::test {
 
+inline constexpr uint64_t k64 = 64 * 1024;  // one GPU page (GPU_BOUND_SIZE, guide 6.2)
+inline void ignore_callback(void*) {}       // a free callback for pins that are never revoked
+
 // A world with Kepler-sized BAR1s (256 MiB, 32 MiB reserved: guide 5.5) and 1 GiB of VRAM
 // per GPU, whose current process is 100.
 struct p2p_world : world {

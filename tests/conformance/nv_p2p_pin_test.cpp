@@ -4,25 +4,21 @@
 #include "tests/conformance/nv_p2p_fixture.h"
 
 using namespace p2psim;
+using test::k64;
 using test::p2p_world;
-
-namespace {
-constexpr uint64_t k64 = 64 * 1024;
-void ignore(void*) {}
-}  // namespace
 
 TEST_CASE("7.3 and 6.2: address and length must be 64 KiB aligned and length non-zero",
           "[nv-p2p]") {
   p2p_world w;
   uint64_t va = w.alloc(4 * k64);
   nvidia_p2p_page_table_t* t = nullptr;
-  CHECK(nvidia_p2p_get_pages(0, 0, va + 4096, k64, &t, ignore, nullptr) == -EINVAL);
-  CHECK(nvidia_p2p_get_pages(0, 0, va, k64 + 1, &t, ignore, nullptr) == -EINVAL);
-  CHECK(nvidia_p2p_get_pages(0, 0, va, 0, &t, ignore, nullptr) == -EINVAL);
-  CHECK(nvidia_p2p_get_pages(0, 0, va, k64, nullptr, ignore, nullptr) == -EINVAL);
+  CHECK(nvidia_p2p_get_pages(0, 0, va + 4096, k64, &t, test::ignore_callback, nullptr) == -EINVAL);
+  CHECK(nvidia_p2p_get_pages(0, 0, va, k64 + 1, &t, test::ignore_callback, nullptr) == -EINVAL);
+  CHECK(nvidia_p2p_get_pages(0, 0, va, 0, &t, test::ignore_callback, nullptr) == -EINVAL);
+  CHECK(nvidia_p2p_get_pages(0, 0, va, k64, nullptr, test::ignore_callback, nullptr) == -EINVAL);
   CHECK(t == nullptr);
   CHECK(w.driver.counters().refused == 4);
-  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 4 * k64, &t, ignore, nullptr) == 0);
+  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 4 * k64, &t, test::ignore_callback, nullptr) == 0);
   CHECK(t->entries == 4);
 }
 
@@ -30,7 +26,7 @@ TEST_CASE("7.3: the page table has the documented version, page size and GPU UUI
   p2p_world w;
   uint64_t va = w.alloc(2 * k64);
   nvidia_p2p_page_table_t* t = nullptr;
-  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 2 * k64, &t, ignore, nullptr) == 0);
+  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 2 * k64, &t, test::ignore_callback, nullptr) == 0);
   CHECK(NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE(t));
   CHECK(t->page_size == NVIDIA_P2P_PAGE_SIZE_64KB);
   CHECK(t->gpu_uuid[0] == 0x10);  // the fixture's UUID of GPU 0
@@ -78,10 +74,10 @@ TEST_CASE("5.5: BAR1 is exhausted exactly at (BAR1 size - reserved) / 64 KiB pag
   nvidia_p2p_page_table_t* t = nullptr;
   for (uint64_t i = 0; i < pages; ++i) {
     INFO("page " << i);
-    REQUIRE(nvidia_p2p_get_pages(0, 0, vas[i], k64, &t, ignore, nullptr) == 0);
+    REQUIRE(nvidia_p2p_get_pages(0, 0, vas[i], k64, &t, test::ignore_callback, nullptr) == 0);
   }
   CHECK(w.bar1[0]->free_pages() == 0);
-  CHECK(nvidia_p2p_get_pages(0, 0, vas[pages], k64, &t, ignore, nullptr) == -ENOMEM);
+  CHECK(nvidia_p2p_get_pages(0, 0, vas[pages], k64, &t, test::ignore_callback, nullptr) == -ENOMEM);
   CHECK(w.driver.bar1_used_bytes(0) == p2p_world::bar1_bytes);
 }
 
@@ -89,19 +85,22 @@ TEST_CASE("5.5: a pin that does not fit leaves no partial mapping", "[nv-p2p]") 
   p2p_world w;
   uint64_t big = w.alloc((p2p_world::usable_pages + 1) * k64);
   nvidia_p2p_page_table_t* t = nullptr;
-  CHECK(nvidia_p2p_get_pages(0, 0, big, (p2p_world::usable_pages + 1) * k64, &t, ignore, nullptr) ==
-        -ENOMEM);
+  CHECK(nvidia_p2p_get_pages(0, 0, big, (p2p_world::usable_pages + 1) * k64, &t,
+                             test::ignore_callback, nullptr) == -ENOMEM);
   CHECK(w.bar1[0]->mapped_pages() == 0);
-  CHECK(nvidia_p2p_get_pages(0, 0, big, p2p_world::usable_pages * k64, &t, ignore, nullptr) == 0);
+  CHECK(nvidia_p2p_get_pages(0, 0, big, p2p_world::usable_pages * k64, &t, test::ignore_callback,
+                             nullptr) == 0);
 }
 
 TEST_CASE("4.7: overlapping and duplicate pins share BAR1 pages (CUDA 7.0 and later)", "[nv-p2p]") {
   p2p_world w;
   uint64_t va = w.alloc(4 * k64);
   nvidia_p2p_page_table_t *a = nullptr, *b = nullptr, *c = nullptr;
-  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 4 * k64, &a, ignore, nullptr) == 0);
-  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 4 * k64, &b, ignore, nullptr) == 0);  // duplicate
-  REQUIRE(nvidia_p2p_get_pages(0, 0, va + 2 * k64, 2 * k64, &c, ignore, nullptr) == 0);  // overlap
+  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 4 * k64, &a, test::ignore_callback, nullptr) == 0);
+  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 4 * k64, &b, test::ignore_callback, nullptr) ==
+          0);  // duplicate
+  REQUIRE(nvidia_p2p_get_pages(0, 0, va + 2 * k64, 2 * k64, &c, test::ignore_callback, nullptr) ==
+          0);  // overlap
   CHECK(w.bar1[0]->mapped_pages() == 4);
   CHECK(a->pages[2]->physical_address == c->pages[0]->physical_address);
   // Unpinning returns only the pages no other pin shares.
@@ -118,8 +117,8 @@ TEST_CASE("5.2: two buffers in one 64 KiB page get the same BAR mapping", "[nv-p
   uint64_t x = w.alloc(1000), y = w.alloc(1000);
   REQUIRE(x / k64 == y / k64);  // small allocations are packed into one GPU page
   nvidia_p2p_page_table_t *a = nullptr, *b = nullptr;
-  REQUIRE(nvidia_p2p_get_pages(0, 0, x & ~(k64 - 1), k64, &a, ignore, nullptr) == 0);
-  REQUIRE(nvidia_p2p_get_pages(0, 0, y & ~(k64 - 1), k64, &b, ignore, nullptr) == 0);
+  REQUIRE(nvidia_p2p_get_pages(0, 0, x & ~(k64 - 1), k64, &a, test::ignore_callback, nullptr) == 0);
+  REQUIRE(nvidia_p2p_get_pages(0, 0, y & ~(k64 - 1), k64, &b, test::ignore_callback, nullptr) == 0);
   CHECK(a->pages[0]->physical_address == b->pages[0]->physical_address);
   CHECK(w.bar1[0]->mapped_pages() == 1);
 }
@@ -130,8 +129,8 @@ TEST_CASE("4.8: the CUDA 6.0 model allocates new BAR1 space for every pin", "[nv
   p2p_world w(1, cuda6);
   uint64_t va = w.alloc(2 * k64);
   nvidia_p2p_page_table_t *a = nullptr, *b = nullptr;
-  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 2 * k64, &a, ignore, nullptr) == 0);
-  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 2 * k64, &b, ignore, nullptr) == 0);
+  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 2 * k64, &a, test::ignore_callback, nullptr) == 0);
+  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 2 * k64, &b, test::ignore_callback, nullptr) == 0);
   CHECK(w.bar1[0]->mapped_pages() == 4);
   CHECK(a->pages[0]->physical_address != b->pages[0]->physical_address);
   REQUIRE(nvidia_p2p_put_pages(0, 0, va, a) == 0);
@@ -146,7 +145,7 @@ TEST_CASE("5.1: pinning takes simulated time, per call and per page", "[nv-p2p]"
   uint64_t va = w.alloc(8 * k64);
   w.driver.take_elapsed_ns();
   nvidia_p2p_page_table_t* t = nullptr;
-  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 8 * k64, &t, ignore, nullptr) == 0);
+  REQUIRE(nvidia_p2p_get_pages(0, 0, va, 8 * k64, &t, test::ignore_callback, nullptr) == 0);
   CHECK(w.driver.take_elapsed_ns() == Approx(20'000 + 8 * 2'000));
   CHECK(w.driver.take_elapsed_ns() == 0);
 }

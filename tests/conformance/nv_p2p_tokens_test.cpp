@@ -4,12 +4,8 @@
 #include "tests/conformance/nv_p2p_fixture.h"
 
 using namespace p2psim;
+using test::k64;
 using test::p2p_world;
-
-namespace {
-constexpr uint64_t k64 = 64 * 1024;
-void ignore(void*) {}
-}  // namespace
 
 TEST_CASE("5.6: without tokens only the owning process may pin", "[nv-p2p][tokens]") {
   p2p_world w;
@@ -17,9 +13,10 @@ TEST_CASE("5.6: without tokens only the owning process may pin", "[nv-p2p][token
   nvidia_p2p_page_table_t* t = nullptr;
   {
     kernel::as_process other(200);
-    CHECK(nvidia_p2p_get_pages(0, 0, va, k64, &t, ignore, nullptr) == -EPERM);
+    CHECK(nvidia_p2p_get_pages(0, 0, va, k64, &t, test::ignore_callback, nullptr) == -EPERM);
   }
-  CHECK(nvidia_p2p_get_pages(0, 0, va, k64, &t, ignore, nullptr) == 0);  // the owner may
+  CHECK(nvidia_p2p_get_pages(0, 0, va, k64, &t, test::ignore_callback, nullptr) ==
+        0);  // the owner may
 }
 
 TEST_CASE("5.6: with the tokens whoever knows them may pin", "[nv-p2p][tokens]") {
@@ -28,9 +25,10 @@ TEST_CASE("5.6: with the tokens whoever knows them may pin", "[nv-p2p][tokens]")
   const auto* ctx = w.driver.find_context(w.context(100));
   nvidia_p2p_page_table_t* t = nullptr;
   kernel::as_process other(200);
-  CHECK(nvidia_p2p_get_pages(ctx->p2p_token, ctx->va_space_token, va, k64, &t, ignore, nullptr) ==
-        0);
-  CHECK(nvidia_p2p_get_pages(ctx->p2p_token ^ 1, ctx->va_space_token, va, k64, &t, ignore,
+  CHECK(nvidia_p2p_get_pages(ctx->p2p_token, ctx->va_space_token, va, k64, &t,
+                             test::ignore_callback, nullptr) == 0);
+  CHECK(nvidia_p2p_get_pages(ctx->p2p_token ^ 1, ctx->va_space_token, va, k64, &t,
+                             test::ignore_callback,
                              nullptr) == -EINVAL);  // a guessed token fails
 }
 
@@ -49,5 +47,6 @@ TEST_CASE("5.6: p2pToken is randomized and vaSpaceToken names one VA space", "[n
 TEST_CASE("4.8: memory not allocated by anyone cannot be pinned", "[nv-p2p][tokens]") {
   p2p_world w;
   nvidia_p2p_page_table_t* t = nullptr;
-  CHECK(nvidia_p2p_get_pages(0, 0, nv::uva_base + 64 * k64, k64, &t, ignore, nullptr) == -EINVAL);
+  CHECK(nvidia_p2p_get_pages(0, 0, nv::uva_base + 64 * k64, k64, &t, test::ignore_callback,
+                             nullptr) == -EINVAL);
 }

@@ -8,11 +8,8 @@
 #include "tests/conformance/nv_p2p_fixture.h"
 
 using namespace p2psim;
+using test::k64;
 using test::p2p_world;
-
-namespace {
-constexpr uint64_t k64 = 64 * 1024;
-}
 
 TEST_CASE("6.2: the pin path rounds the range out to 64 KiB boundaries", "[peer]") {
   p2p_world w;
