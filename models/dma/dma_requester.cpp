@@ -21,6 +21,7 @@ void dma_requester::submit(dma_job job) {
   active_job a;
   a.job = std::move(job);
   a.segment = 0;
+  a.seq = m_submitted++;
   if (!a.job.segments.empty()) {
     const auto& s = a.job.segments[0];
     a.split =
@@ -40,7 +41,21 @@ void dma_requester::advance_segment(active_job& j) {
   }
 }
 
+bool dma_requester::issued(uint32_t stream) const {
+  for (const auto& j : m_active)
+    if (j.job.stream == stream && !j.job.segments.empty() && !j.split.done()) return false;
+  return true;
+}
+
+bool dma_requester::waits_for_earlier(const active_job& j) const {
+  if (!j.job.in_order) return false;
+  for (const auto& o : m_active)
+    if (o.seq < j.seq && !o.job.segments.empty() && !o.split.done()) return true;
+  return false;
+}
+
 bool dma_requester::issue_one(active_job& j) {
+  if (waits_for_earlier(j)) return false;
   if (!j.job.write && m_tags.empty()) {
     ++m_stats.tag_stalls;
     return false;
@@ -60,7 +75,7 @@ bool dma_requester::issue_one(active_job& j) {
     link::tlp_txn& t = link::tlp_pool::instance().make(h, j.job.stream);
     m_local.read(local, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
     ++m_stats.writes;
-    ++m_unsent;
+    ++m_unsent[0];
     m_port.send(t);
   } else {
     h.type = pcie::tlp_type::mrd;
@@ -69,7 +84,7 @@ bool dma_requester::issue_one(active_job& j) {
     m_reads[h.tag] = {j.job.stream, c.address, local, c.length};
     link::tlp_txn& t = link::tlp_pool::instance().make(h, j.job.stream);
     ++m_stats.reads;
-    ++m_unsent;
+    ++m_unsent[1];
     m_port.send(t);
   }
   advance_segment(j);
@@ -80,14 +95,14 @@ void dma_requester::issue() {
   if (m_issuing) return;
   m_issuing = true;
   size_t blocked = 0;  // consecutive jobs that could not issue
-  while (m_unsent < issue_window && !m_active.empty() && blocked < m_active.size()) {
+  while (!m_active.empty() && blocked < m_active.size()) {
     active_job& j = m_active.front();
     if (j.job.segments.empty() || j.split.done()) {
       m_active.pop_front();  // everything issued; completions finish the stream
       blocked = 0;
       continue;
     }
-    if (issue_one(j)) {
+    if (m_unsent[j.job.write ? 0 : 1] < issue_window && issue_one(j)) {
       blocked = 0;
       if (j.split.done())
         m_active.pop_front();
@@ -102,7 +117,7 @@ void dma_requester::issue() {
 }
 
 void dma_requester::sent(tlm::tlm_generic_payload& gp) {
-  --m_unsent;
+  --m_unsent[link::hdr(gp).type == pcie::tlp_type::mwr ? 0 : 1];
   m_log.started(link::meta(gp).stream, link::now_ps());
   issue();
 }

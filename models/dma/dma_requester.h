@@ -29,6 +29,10 @@ struct dma_job {
   std::vector<dma_segment> segments;
   pcie::tlp_attrs attrs;
   uint32_t stream = 0;  // stream_log id
+  // Issue no TLP before every job submitted earlier has issued all of its own (a device
+  // working through its descriptors in program order, as litmus agents do); otherwise jobs
+  // take turns TLP by TLP.
+  bool in_order = false;
 };
 
 struct requester_params {
@@ -50,6 +54,9 @@ class dma_requester {
                 link::stream_log& log);
   void submit(dma_job job);
   bool idle() const { return m_active.empty() && m_tags.in_use() == 0; }
+  // Whether every TLP of stream `id` has been handed to the link (a posted write is then
+  // complete as far as the requester is concerned: later TLPs queue behind it).
+  bool issued(uint32_t stream) const;
   const requester_stats& stats() const { return m_stats; }
   const requester_params& params() const { return m_params; }
 
@@ -63,6 +70,7 @@ class dma_requester {
     size_t segment = 0;
     pcie::request_splitter split;
     uint64_t segment_done = 0;  // bytes of the current segment already issued
+    uint64_t seq = 0;           // submission order
   };
   struct read_slot {
     uint32_t stream = 0;
@@ -73,6 +81,7 @@ class dma_requester {
   void issue();
   bool issue_one(active_job& j);
   void advance_segment(active_job& j);
+  bool waits_for_earlier(const active_job& j) const;
 
   link::pcie_port& m_port;
   memory::backing_store& m_local;
@@ -81,7 +90,10 @@ class dma_requester {
   pcie::tag_pool m_tags;
   std::vector<read_slot> m_reads;  // by tag
   std::list<active_job> m_active;  // round robin: front issues next
-  int m_unsent = 0;                // TLPs handed to the link, not started yet
+  uint64_t m_submitted = 0;
+  // TLPs handed to the link and not started yet, posted and non-posted apart: a requester
+  // keeps separate queues so a write can pass a read blocked on credits (PCIe ordering, Yes).
+  int m_unsent[2] = {0, 0};
   bool m_issuing = false;
   requester_stats m_stats;
 };

@@ -21,6 +21,7 @@ gpu::gpu(sc_module_name name, const gpu_params& p, link::stream_log& log)
       m_params(p),
       m_log(log),
       m_vram(p.vram_bytes),
+      m_visibility(m_vram, p.rdma_ordering),
       m_regs(p.bar0.size),
       m_bar1(p.bar1.size, p.bar1_reserved),
       m_vram_port(m_vram, p.vram, p.bdf, log),
@@ -61,6 +62,8 @@ void gpu::request(tlm::tlm_generic_payload& gp) {
     }
     if (write) {
       ++m_stats.bar1_writes;
+      // Before the store: the model keeps what kernels may still see instead.
+      m_visibility.landing(*vram, link::txn(gp).bytes);
       port.release(gp, m_vram_port.write(gp, *vram));
     } else {
       ++m_stats.bar1_reads;

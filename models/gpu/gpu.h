@@ -1,6 +1,7 @@
 // An NVIDIA-like GPU endpoint: BAR0 (registers), BAR1 (an aperture mapped onto VRAM in 64 KiB
 // pages through the BAR1 page table, with a driver-reserved region), VRAM holding real bytes,
-// and a copy engine that DMAs between VRAM and the bus (host memory or a peer's BAR).
+// and a copy engine that DMAs between VRAM and the bus (host memory or a peer's BAR). What
+// kernels see of BAR1 writes is the rdma_visibility model's (guide 5.7).
 #pragma once
 
 #include <memory>
@@ -10,6 +11,7 @@
 #include "models/dma/dma_requester.h"
 #include "models/dma/memory_completer.h"
 #include "models/gpu/bar1_page_table.h"
+#include "models/gpu/rdma_visibility.h"
 #include "models/link/pcie_port.h"
 #include "models/link/stream_log.h"
 #include "models/memory/backing_store.h"
@@ -24,6 +26,8 @@ struct gpu_params {
   uint64_t vram_bytes = 16ull << 30;
   dma::memory_timing vram;     // BAR1 access: latency, bandwidth, completion size, RCB
   dma::requester_params copy;  // the copy engine's MPS, MRRS, tags
+  // CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING: kernels that see BAR1 writes in order.
+  writes_ordering rdma_ordering = writes_ordering::owner;
 };
 
 struct gpu_stats {
@@ -41,6 +45,7 @@ class gpu : public sc_core::sc_module, public link::tlp_handler {
   const gpu_params& params() const { return m_params; }
   memory::backing_store& vram() { return m_vram; }
   bar1_page_table& bar1() { return m_bar1; }
+  rdma_visibility& visibility() { return m_visibility; }
   dma::dma_requester& copy_engine() { return m_copy; }
   const gpu_stats& stats() const { return m_stats; }
 
@@ -54,6 +59,7 @@ class gpu : public sc_core::sc_module, public link::tlp_handler {
   gpu_params m_params;
   link::stream_log& m_log;
   memory::backing_store m_vram;
+  rdma_visibility m_visibility;  // over m_vram
   memory::backing_store m_regs;
   bar1_page_table m_bar1;
   dma::memory_completer m_vram_port;

@@ -298,4 +298,16 @@ const YAML::Node& node_reader::node() const {
   return m_node;
 }
 
+void reject_unknown(const node_reader& r, std::initializer_list<const char*> known) {
+  for (const auto& k : r.keys()) {
+    bool ok = false;
+    for (const char* n : known) ok |= k == n;
+    if (!ok) {
+      std::string list;
+      for (const char* n : known) list += std::string(list.empty() ? "" : ", ") + n;
+      r.fail(k, "unknown key '" + k + "' (expected one of: " + list + ")");
+    }
+  }
+}
+
 }  // namespace p2psim::config

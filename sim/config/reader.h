@@ -130,4 +130,9 @@ class node_reader {
   std::shared_ptr<shared> m_shared;
 };
 
+// Reports the first present key of `r` not in `known` ("unknown key 'x' (expected one of: ...)")
+// before anything else is read, so a typo is named as such rather than as the required key it
+// was meant to be.
+void reject_unknown(const node_reader& r, std::initializer_list<const char*> known);
+
 }  // namespace p2psim::config

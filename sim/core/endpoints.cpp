@@ -18,6 +18,10 @@ void initiator_ref::submit(dma::dma_job job) {
     m_engine->submit(std::move(job));
 }
 
+const dma::dma_requester& initiator_ref::requester() const {
+  return m_gpu ? m_gpu->copy_engine() : m_engine->requester();
+}
+
 target_region::target_region(fabric_system& sys, const std::string& name, uint64_t offset,
                              uint64_t bytes, const region_options& o)
     : m_offset(offset) {

@@ -18,6 +18,7 @@ class initiator_ref {
   explicit operator bool() const { return m_gpu || m_engine; }
   memory::backing_store& local();
   void submit(dma::dma_job job);
+  const dma::dma_requester& requester() const;
 
  private:
   gpu::gpu* m_gpu = nullptr;

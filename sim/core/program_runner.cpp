@@ -5,6 +5,7 @@
 #include "models/driver/cuda/cuda.h"
 #include "models/driver/kernel/kernel.h"
 #include "models/link/stream_log.h"
+#include "sim/core/driver_gpus.h"
 
 namespace p2psim::core {
 
@@ -27,22 +28,8 @@ program_runner::program_runner(sc_module_name n, fabric_system& sys, const progr
         c.seed = seed;
         return c;
       }()) {
-  for (const auto& d : sys.topology().devices) {
-    auto* g = sys.find_gpu(d.name);
-    if (!g) continue;
-    nv::gpu_resources r;
-    r.name = d.name;
-    for (size_t i = 0; i < r.uuid.size(); ++i)
-      r.uuid[i] = uint8_t(i < d.name.size() ? d.name[i] : i);  // stable per GPU name
-    r.bar1 = &g->bar1();
-    r.bar1_bus_base = g->params().bar1.base;
-    r.vram = &g->vram();
-    m_driver.add_gpu(r);
-  }
+  std::vector<gpu::gpu*> by_ordinal = add_gpus(m_driver, sys);
   nv::nvidia_driver::install(&m_driver);
-  std::vector<gpu::gpu*> by_ordinal;
-  for (int g = 0; g < m_driver.gpu_count(); ++g)
-    by_ordinal.push_back(sys.find_gpu(m_driver.gpu(g).name));
   m_copies = std::make_unique<copy_engine_executor>(sys, by_ordinal);
   cuda::install_copy_executor(m_copies.get());
   if (p.peer) {

@@ -13,19 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Unknown keys are reported before anything else, so a typo is named as such rather than
-// as the required key it was meant to be.
-void reject_unknown(const config::node_reader& r, std::initializer_list<const char*> known) {
-  for (const auto& k : r.keys()) {
-    bool ok = false;
-    for (const char* n : known) ok |= k == n;
-    if (!ok) {
-      std::string list;
-      for (const char* n : known) list += std::string(list.empty() ? "" : ", ") + n;
-      r.fail(k, "unknown key '" + k + "' (expected one of: " + list + ")");
-    }
-  }
-}
+using config::reject_unknown;
 
 transfer_spec read_transfer(const config::node_reader& r, size_t index) {
   reject_unknown(

@@ -33,6 +33,12 @@ iommu::iommu_params iommu_params_of(const topo::iommu_config& c) {
   return p;
 }
 
+gpu::writes_ordering ordering_of(topo::rdma_writes_ordering o) {
+  return o == topo::rdma_writes_ordering::none          ? gpu::writes_ordering::none
+         : o == topo::rdma_writes_ordering::all_devices ? gpu::writes_ordering::all_devices
+                                                        : gpu::writes_ordering::owner;
+}
+
 // Endpoints and root ports advertise infinite completion credits (PCIe Base Spec 2.6.1);
 // switch ports advertise what the link's `credits` say.
 pcie::credit_limits receiver_credits(const topo::credit_params& c, bool infinite_completions) {
@@ -107,6 +113,7 @@ void fabric_system::build_devices() {
       p.vram_bytes = d.vram_bytes;
       p.vram = {d.vram_latency_ns, d.vram_bandwidth_gbs, m_topo.mps_of(d), m_topo.rcb_of(d)};
       p.copy = req;
+      p.rdma_ordering = ordering_of(d.rdma_ordering);
       m_gpus[d.name] = std::make_unique<gpu::gpu>(d.name.c_str(), p, m_log);
     } else {
       dma_engine::engine_params p;

@@ -59,4 +59,15 @@ const char* to_string(iommu_mode m) {
   }
 }
 
+const char* to_string(rdma_writes_ordering o) {
+  switch (o) {
+    case rdma_writes_ordering::none:
+      return "none";
+    case rdma_writes_ordering::all_devices:
+      return "all_devices";
+    default:
+      return "owner";
+  }
+}
+
 }  // namespace p2psim::topo

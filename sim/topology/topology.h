@@ -113,6 +113,10 @@ struct switch_params {
 };
 
 enum class device_type { gpu, dma_engine };
+// Which kernels see GPUDirect RDMA writes in order without a flush or a CPU-side CUDA call
+// (CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING). Mirrors gpu::writes_ordering, so
+// that sim/topology needs no model headers.
+enum class rdma_writes_ordering { none, owner, all_devices };
 
 struct device_params {
   std::string name;
@@ -129,6 +133,7 @@ struct device_params {
   uint64_t vram_bytes = 16ull << 30;
   double vram_latency_ns = 300;  // BAR1 read: request in to first completion out
   double vram_bandwidth_gbs = 900;
+  rdma_writes_ordering rdma_ordering = rdma_writes_ordering::owner;
   // DMA engine: on-board memory exposed in BAR2 (0 = none), descriptor processing.
   uint64_t bar2_bytes = 0;
   std::optional<uint64_t> bar2_address;
@@ -180,7 +185,8 @@ config::source_loc loc_of(const T& element, const std::string& key) {
   return it != element.key_locs.end() ? it->second : element.loc;
 }
 
-const char* to_string(device_type t);  // "gpu", "dma_engine"
-const char* to_string(iommu_mode m);   // "off", "passthrough", "translating"
+const char* to_string(device_type t);           // "gpu", "dma_engine"
+const char* to_string(iommu_mode m);            // "off", "passthrough", "translating"
+const char* to_string(rdma_writes_ordering o);  // "none", "owner", "all_devices"
 
 }  // namespace p2psim::topo

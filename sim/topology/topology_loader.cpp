@@ -138,6 +138,11 @@ device_params read_device(const node_reader& r) {
     d.vram_bytes = r.size("vram", d.vram_bytes);
     d.vram_latency_ns = r.time_ns("vram_latency", d.vram_latency_ns);
     d.vram_bandwidth_gbs = r.bandwidth_gbs("vram_bandwidth", d.vram_bandwidth_gbs);
+    const std::string o = r.choice("rdma_writes_ordering", {"none", "owner", "all_devices"},
+                                   to_string(d.rdma_ordering));
+    d.rdma_ordering = o == "none"          ? rdma_writes_ordering::none
+                      : o == "all_devices" ? rdma_writes_ordering::all_devices
+                                           : rdma_writes_ordering::owner;
   } else {
     // A DMA engine has no BAR1 aperture and no VRAM; zero them so nothing allocates them.
     d.bar1_bytes = d.bar1_reserved_bytes = d.vram_bytes = 0;

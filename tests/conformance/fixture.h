@@ -1,18 +1,21 @@
 // A world for driver-level conformance tests: an NVIDIA driver model with N GPUs (each its
-// own BAR1 page table and VRAM backing store), installed as the driver of this test process,
-// and a current process id. Every knob can be overridden; the defaults are Kepler's smallest
-// BAR1 geometry (guide 5.5: 256 MB, 32 MB of it reserved) and a VRAM small enough to exhaust.
+// own BAR1 page table, VRAM backing store and RDMA visibility model), installed as the driver
+// of this test process, and a current process id. Every knob can be overridden; the defaults
+// are Kepler's smallest BAR1 geometry (guide 5.5: 256 MB, 32 MB of it reserved) and a VRAM
+// small enough to exhaust.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "models/driver/kernel/kernel.h"
 #include "models/driver/nvidia/nvidia_driver.h"
 #include "models/gpu/bar1_page_table.h"
+#include "models/gpu/rdma_visibility.h"
 #include "models/memory/backing_store.h"
 
 namespace p2psim::test {
@@ -23,6 +26,9 @@ struct gpu_config {
   uint64_t vram_bytes = 64ull << 20;
   uint64_t bar1_bus_base = 0;  // 0: 0x4000'0000'0000 + ordinal * 64 GiB
   std::string name;            // empty: "gpu<ordinal>"
+  // What kernels see of RDMA writes (guide 5.7), with this ordering attribute; nullopt: not
+  // modelled (gpu_resources::visibility stays nullptr).
+  std::optional<gpu::writes_ordering> rdma_ordering = gpu::writes_ordering::owner;
 };
 
 struct world_config {
@@ -57,6 +63,11 @@ class world {
       r.bar1_bus_base =
           g.bar1_bus_base ? g.bar1_bus_base : default_bar1_base + uint64_t(i) * bar1_spacing;
       r.vram = m_vram.back().get();
+      m_visibility.push_back(g.rdma_ordering
+                                 ? std::make_unique<gpu::rdma_visibility>(*r.vram, *g.rdma_ordering)
+                                 : nullptr);
+      r.visibility = m_visibility.back().get();
+      if (r.visibility) r.visibility->set_kernels_observe(true);  // the tests play the kernel
       m_driver->add_gpu(r);
     }
     nv::nvidia_driver::install(m_driver.get());
@@ -72,6 +83,7 @@ class world {
   nv::nvidia_driver& driver() { return *m_driver; }
   gpu::bar1_page_table& bar1(int gpu) { return *m_bar1.at(gpu); }
   memory::backing_store& vram(int gpu) { return *m_vram.at(gpu); }
+  gpu::rdma_visibility* visibility(int gpu) { return m_visibility.at(gpu).get(); }
   const nv::gpu_resources& gpu(int ordinal) const { return m_driver->gpu(ordinal); }
   kernel::pid_t pid() const { return m_config.pid; }
 
@@ -79,6 +91,7 @@ class world {
   world_config m_config;
   std::vector<std::unique_ptr<gpu::bar1_page_table>> m_bar1;
   std::vector<std::unique_ptr<memory::backing_store>> m_vram;
+  std::vector<std::unique_ptr<gpu::rdma_visibility>> m_visibility;  // over m_vram
   std::unique_ptr<nv::nvidia_driver> m_driver;
 };
 

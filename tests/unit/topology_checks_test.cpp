@@ -67,8 +67,10 @@ TEST_CASE("topology checks: each bad fixture fails at the offending key", "[topo
       {"windows_overlap", 7, 32, "make the memory windows of the ports above sw0"},
       {"unknown_key", 6, 5,
        "unknown key 'vramm' (expected one of: name, type, mps, mrrs, rcb, tags, bar0, "
-       "bar0_address, bar1, bar1_reserved, bar1_address, vram, vram_latency, vram_bandwidth); did "
-       "you mean 'vram'?"},
+       "bar0_address, bar1, bar1_reserved, bar1_address, vram, vram_latency, vram_bandwidth, "
+       "rdma_writes_ordering); did you mean 'vram'?"},
+      {"rdma_writes_ordering", 4, 40,
+       "rdma_writes_ordering: expected one of: none, owner, all_devices, got 'strict'"},
       {"unknown_platform", 2, 28,
        "unknown platform 'haswell' (available: broken_preset, tiny_gen3, tiny_gen4)"},
       {"wrong_type", 6, 33, "gen: expected an integer from 1 to 5, got 'fast'"},

@@ -46,6 +46,7 @@ TEST_CASE("topology loader: switch_only fixture", "[topology][loader]") {
   CHECK(t.devices[1].type == device_type::dma_engine);
   CHECK(t.devices[1].bar1_bytes == 0);  // DMA engines have no BAR1
   CHECK(t.devices[1].bar2_bytes == 64ull << 20);
+  CHECK(t.devices[0].rdma_ordering == rdma_writes_ordering::owner);  // the default
   CHECK(t.link_above("nic0")->width == 8);
   CHECK(t.link_above("cpu0") == nullptr);
   CHECK(t.find_switch("sw0")->ports == 4);
@@ -118,6 +119,7 @@ TEST_CASE("topology loader: every key maps onto its field", "[topology][loader]"
   CHECK(g.tags == 768);
   CHECK(g.bar0_address == 0x400080000000ull);
   CHECK(g.bar1_address == 0x400040000000ull);
+  CHECK(g.rdma_ordering == rdma_writes_ordering::none);
   CHECK(t.mps_of(g) == 512);
 
   const device_params& n = *t.find_device("nic0");
@@ -215,6 +217,28 @@ TEST_CASE("topology loader: socket iommu section", "[topology][loader][iommu]") 
   CHECK_THAT(
       error_of([] { load("good/switch_only.yaml", {"socket.cpu0.iommu.miss_latency=5"}); }).what(),
       Contains("--set socket.cpu0.iommu.miss_latency=5: error: miss_latency"));
+}
+
+TEST_CASE("topology loader: a GPU's rdma_writes_ordering", "[topology][loader]") {
+  // CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING; OWNER unless the file says otherwise.
+  CHECK(load("good/switch_only.yaml").find_device("gpu0")->rdma_ordering ==
+        rdma_writes_ordering::owner);
+  CHECK(load("good/switch_only.yaml", {"device.gpu0.rdma_writes_ordering=all_devices"})
+            .find_device("gpu0")
+            ->rdma_ordering == rdma_writes_ordering::all_devices);
+  CHECK(std::string(to_string(rdma_writes_ordering::all_devices)) == "all_devices");
+  CHECK(std::string(to_string(rdma_writes_ordering::none)) == "none");
+  CHECK_THAT(
+      error_of([] {
+        load("good/switch_only.yaml", {"device.gpu0.rdma_writes_ordering=gpu"});
+      }).what(),
+      Equals("--set device.gpu0.rdma_writes_ordering=gpu: error: rdma_writes_ordering: expected "
+             "one of: none, owner, all_devices, got 'gpu'"));
+  // A DMA engine has no VRAM for kernels to read.
+  CHECK_THAT(error_of([] {
+               load("good/switch_only.yaml", {"device.nic0.rdma_writes_ordering=none"});
+             }).what(),
+             Contains("unknown key 'rdma_writes_ordering'"));
 }
 
 TEST_CASE("topology loader: is_topology_override routes by first segment", "[topology][loader]") {

@@ -22,7 +22,20 @@ struct topo_args {
   std::vector<std::string> sets;
 };
 
+struct litmus_args {
+  std::vector<std::string> paths;
+  int runs = 0;
+  uint64_t seed = 1;
+  std::string junit;
+  std::string mutate;
+  std::string choices;
+  bool fail_fast = false;
+  bool list_rules = false;
+};
+
 void add_run(CLI::App& app, run_args& a);
+void add_litmus(CLI::App& app, litmus_args& a);
+int litmus_command(const litmus_args& a);
 void add_topo(CLI::App& app, topo_args& a);
 int run_command(const run_args& a, const char* argv0);
 int topo_command(const topo_args& a);

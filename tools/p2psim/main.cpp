@@ -16,8 +16,10 @@ int sc_main(int argc, char* argv[]) {
   app.require_subcommand(1);
   p2psim::cli::run_args run;
   p2psim::cli::topo_args topo;
+  p2psim::cli::litmus_args litmus;
   p2psim::cli::add_run(app, run);
   p2psim::cli::add_topo(app, topo);
+  p2psim::cli::add_litmus(app, litmus);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -27,6 +29,7 @@ int sc_main(int argc, char* argv[]) {
   try {
     if (app.got_subcommand("run")) return p2psim::cli::run_command(run, argv[0]);
     if (app.got_subcommand("topo")) return p2psim::cli::topo_command(topo);
+    if (app.got_subcommand("litmus")) return p2psim::cli::litmus_command(litmus);
   } catch (const p2psim::config::error& e) {
     std::cerr << e.what() << "\n";
     return 2;

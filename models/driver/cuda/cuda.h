@@ -98,6 +98,16 @@ typedef enum CUGPUDirectRDMAWritesOrdering_enum {
   CU_GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES = 200
 } CUGPUDirectRDMAWritesOrdering;
 
+/* cuFlushGPUDirectRDMAWrites' target and scope; a scope compares with the ordering values. */
+typedef enum CUflushGPUDirectRDMAWritesTarget_enum {
+  CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX = 0
+} CUflushGPUDirectRDMAWritesTarget;
+
+typedef enum CUflushGPUDirectRDMAWritesScope_enum {
+  CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER = 100,
+  CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES = 200
+} CUflushGPUDirectRDMAWritesScope;
+
 typedef enum CUctx_flags_enum {
   CU_CTX_SCHED_AUTO = 0x00,
   CU_CTX_SCHED_SPIN = 0x01,
@@ -132,6 +142,10 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev);
 CUresult cuDeviceGetName(char* name, int len, CUdevice dev);
 CUresult cuDeviceTotalMem(size_t* bytes, CUdevice dev);
 CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev); /* = nvidia_p2p_page_table.gpu_uuid */
+/* Blocks until RDMA writes landed so far are visible to `scope` (a no-op when the device's
+ * CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING already covers it). */
+CUresult cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWritesTarget target,
+                                    CUflushGPUDirectRDMAWritesScope scope);
 CUresult cuGetErrorName(CUresult error, const char** pStr);
 
 /* ---- contexts (one current context per process: no context stack) ---- */

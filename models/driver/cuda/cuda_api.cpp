@@ -62,6 +62,14 @@ void synchronize_context(CUctx_st* ctx) {
   installed_copy_executor().synchronize({kernel::current_pid(), ctx, nullptr, true});
 }
 
+gpu::rdma_visibility* visibility_of(int ordinal) {
+  return installed_driver()->gpu(ordinal).visibility;
+}
+
+void rdma_sync(int ordinal) {
+  if (gpu::rdma_visibility* v = visibility_of(ordinal)) v->cpu_sync();
+}
+
 }  // namespace p2psim::cuda::detail
 
 using namespace p2psim::cuda::detail;
@@ -130,13 +138,17 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED:
       *pi = 1;
       break;  // nv-p2p (4.1.2)
-    // cuFlushGPUDirectRDMAWrites is not modelled, so no flush option is offered ...
+    // cuFlushGPUDirectRDMAWrites; the stream memory operations (MEMOPS) are not modelled.
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS:
-      *pi = 0;
+      *pi = CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST;
       break;
-    // ... nor needed: a BAR1 write lands in the VRAM store that the GPU's own copies read.
+    // The GPU's configured attribute; without a visibility model, OWNER: the GPU's own copies
+    // read the VRAM store that BAR1 writes land in.
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING:
-      *pi = CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER;
+      if (const p2psim::gpu::rdma_visibility* v = visibility_of(dev))
+        *pi = int(v->ordering());
+      else
+        *pi = CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER;
       break;
     case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
       *pi = 0;
@@ -172,6 +184,22 @@ CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
   if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   static_assert(sizeof(uuid->bytes) == NVIDIA_P2P_GPU_UUID_LEN);
   std::memcpy(uuid->bytes, drv().gpu(dev).uuid.data(), sizeof(uuid->bytes));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWritesTarget target,
+                                    CUflushGPUDirectRDMAWritesScope scope) {
+  if (CUresult r = check_init()) return r;
+  if (target != CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX) return CUDA_ERROR_INVALID_VALUE;
+  if (scope != CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER &&
+      scope != CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* c = current_context();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  // Scope values are ordering values: a scope the attribute already covers has nothing
+  // pending, so the flush is the documented no-op without a test here.
+  if (p2psim::gpu::rdma_visibility* v = visibility_of(c->device))
+    v->flush(p2psim::gpu::writes_ordering(scope));
   return CUDA_SUCCESS;
 }
 
@@ -262,6 +290,7 @@ CUresult cuCtxSynchronize(void) {
   CUctx_st* c = current_context();
   if (!c) return CUDA_ERROR_INVALID_CONTEXT;
   synchronize_context(c);
+  rdma_sync(c->device);
   return CUDA_SUCCESS;
 }
 

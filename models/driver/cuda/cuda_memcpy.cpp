@@ -1,7 +1,7 @@
 // cuMemcpy* and streams: a copy is checked against the calling process's live allocations,
 // cut along the driver's VA -> VRAM page mapping (allocation pages are not contiguous in
 // VRAM), flagged with the synchronization it owes (guide 5.7), and handed to the installed
-// copy executor.
+// copy executor. Issuing a copy and synchronizing a stream make landed RDMA writes visible.
 #include <algorithm>
 #include <span>
 
@@ -124,6 +124,11 @@ CUresult issue(copy_kind kind, CUdeviceptr dst_va, void* host_dst, CUdeviceptr s
       r.segments.push_back(s);
     done += s.bytes;
   }
+  // Submitting work from the CPU orders the RDMA writes landed before it (guide 5.7), on the
+  // context's GPU and on those the copy touches.
+  rdma_sync(c->device);
+  for (int g : {r.src_gpu, r.dst_gpu})
+    if (g >= 0 && g != c->device) rdma_sync(g);
   installed_copy_executor().copy(r);
   return CUDA_SUCCESS;
 }
@@ -190,5 +195,6 @@ CUresult cuStreamSynchronize(CUstream hStream) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
   installed_copy_executor().synchronize({p2psim::kernel::current_pid(), c, hStream, false});
+  rdma_sync(c->device);
   return CUDA_SUCCESS;
 }

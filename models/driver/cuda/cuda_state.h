@@ -56,5 +56,10 @@ CUctx_st* current_context();
 CUctx_st* context_of(int id);
 // Waits for the executor's work in `ctx` (the synchronizing side of several calls).
 void synchronize_context(CUctx_st* ctx);
+// What kernels on GPU `ordinal` see of RDMA writes, or nullptr when that is not modelled.
+gpu::rdma_visibility* visibility_of(int ordinal);
+// A CPU-initiated work submission or synchronization on GPU `ordinal`: every RDMA write landed
+// on it so far becomes visible to its kernels and its peers' (guide 5.7).
+void rdma_sync(int ordinal);
 
 }  // namespace p2psim::cuda::detail

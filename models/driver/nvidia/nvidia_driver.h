@@ -17,6 +17,7 @@
 #include "models/driver/kernel/kernel.h"
 #include "models/driver/nvidia/nv-p2p.h"
 #include "models/gpu/bar1_page_table.h"
+#include "models/gpu/rdma_visibility.h"
 #include "models/memory/backing_store.h"
 
 namespace p2psim::nv {
@@ -25,13 +26,15 @@ inline constexpr uint64_t gpu_page_bytes = 64 * 1024;   // GPU_BOUND_SIZE (guide
 inline constexpr uint64_t uva_base = 0x2'0000'0000ull;  // the CUDA VA range (guide 7.1)
 inline constexpr uint64_t uva_limit = 1ull << 40;       // "within the first 40 bits"
 
-// What the driver manages on one GPU: the GPU model's own BAR1 page table and VRAM.
+// What the driver manages on one GPU: the GPU model's own BAR1 page table and VRAM, and what
+// its kernels see of RDMA writes (guide 5.7), which CUDA synchronization and flushes change.
 struct gpu_resources {
   std::string name;
   std::array<uint8_t, NVIDIA_P2P_GPU_UUID_LEN> uuid{};
   gpu::bar1_page_table* bar1 = nullptr;
   uint64_t bar1_bus_base = 0;  // bus address of BAR1
   memory::backing_store* vram = nullptr;
+  gpu::rdma_visibility* visibility = nullptr;  // nullptr: not modelled, syncs and flushes no-ops
 };
 
 struct driver_config {

@@ -1,0 +1,235 @@
+#include "sim/litmus/explore.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "models/pcie/choices.h"
+#include "sim/litmus/litmus_run.h"
+
+namespace p2psim::litmus {
+
+using nlohmann::json;
+
+namespace {
+
+// Follows a prefix of choices, then picks at random (alternative 0 when there is no
+// generator: the in-order run); records what it took.
+class recording_choices final : public pcie::choice_source {
+ public:
+  recording_choices(std::vector<size_t> prefix, std::optional<uint64_t> seed)
+      : m_prefix(std::move(prefix)) {
+    if (seed) m_rng.emplace(*seed);
+  }
+  size_t pick(size_t options) override {
+    size_t i = m_taken.size(), c = 0;
+    if (i < m_prefix.size())
+      c = m_prefix[i] < options ? m_prefix[i] : 0;
+    else if (m_rng)
+      c = std::uniform_int_distribution<size_t>(0, options - 1)(*m_rng);
+    m_taken.push_back(c);
+    m_options.push_back(options);
+    return c;
+  }
+  std::vector<size_t> m_prefix, m_taken, m_options;
+  std::optional<std::mt19937_64> m_rng;
+};
+
+struct child_result {
+  std::string key, error;
+  bool matches = false;
+  std::vector<size_t> taken, options;
+  double simulated_ns = 0;
+};
+
+// Runs once in a child process and returns what it saw through a pipe.
+child_result run_child(const litmus_spec& t, const topo::topology& topo,
+                       const std::vector<size_t>& prefix, std::optional<uint64_t> seed) {
+  int fd[2];
+  if (pipe(fd) != 0) throw std::runtime_error("pipe failed");
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    close(fd[0]);
+    json j;
+    try {
+      recording_choices src(prefix, seed);
+      run_outcome o = run_once(t, topo, &src);
+      std::string key = outcome_key(t, o);
+      if (!o.blocked.empty()) {
+        key += " [not finished:";
+        for (const auto& b : o.blocked) key += " " + b;
+        key += "]";
+      }
+      j["key"] = key;
+      j["matches"] = t.cond.holds([&](const std::string& n) {
+        auto it = o.values.find(n);
+        return it == o.values.end() ? value{} : it->second;
+      });
+      j["error"] = o.error;
+      j["taken"] = src.m_taken;
+      j["options"] = src.m_options;
+      j["simulated_ns"] = o.simulated_ns;
+    } catch (const std::exception& e) {
+      j["error"] = e.what();
+    }
+    std::string text = j.dump();
+    for (size_t off = 0; off < text.size();) {
+      ssize_t n = write(fd[1], text.data() + off, text.size() - off);
+      if (n <= 0) break;
+      off += size_t(n);
+    }
+    close(fd[1]);
+    _exit(0);
+  }
+  close(fd[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  child_result r;
+  if (!WIFEXITED(status) || text.empty()) {
+    r.error = WIFSIGNALED(status) ? fmt::format("the run crashed (signal {})", WTERMSIG(status))
+                                  : "the run ended without a result";
+    return r;
+  }
+  json j = json::parse(text);
+  r.error = j.value("error", "");
+  if (!r.error.empty()) return r;
+  r.key = j["key"];
+  r.matches = j["matches"];
+  r.taken = j["taken"].get<std::vector<size_t>>();
+  r.options = j["options"].get<std::vector<size_t>>();
+  r.simulated_ns = j["simulated_ns"];
+  return r;
+}
+
+// The next prefix in depth-first order after a run that took `taken` out of `options`, or
+// nothing when the tree is exhausted.
+std::optional<std::vector<size_t>> next_prefix(const std::vector<size_t>& taken,
+                                               const std::vector<size_t>& options) {
+  for (size_t i = taken.size(); i-- > 0;)
+    if (taken[i] + 1 < options[i]) {
+      std::vector<size_t> p(taken.begin(), taken.begin() + long(i));
+      p.push_back(taken[i] + 1);
+      return p;
+    }
+  return std::nullopt;
+}
+
+uint64_t run_seed(uint64_t seed, uint64_t run) {  // splitmix64: independent streams per run
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (run + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+std::string format_choices(const std::vector<size_t>& c) {
+  size_t n = c.size();
+  while (n > 0 && c[n - 1] == 0) --n;  // trailing in-order choices are the default
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    if (i) s += '.';
+    s += std::to_string(c[i]);
+  }
+  return s.empty() ? "0" : s;
+}
+
+std::vector<size_t> parse_choices(const std::string& s) {
+  std::vector<size_t> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t used = 0;
+    if (!std::isdigit(static_cast<unsigned char>(s[i])))
+      throw std::invalid_argument("choices are numbers separated by dots, e.g. 0.2.1");
+    out.push_back(std::stoul(s.substr(i), &used));
+    i += used;
+    if (i < s.size() && s[i++] != '.')
+      throw std::invalid_argument("choices are numbers separated by dots, e.g. 0.2.1");
+  }
+  if (out.empty()) throw std::invalid_argument("choices are numbers separated by dots, e.g. 0.2.1");
+  return out;
+}
+
+test_result explore(const litmus_spec& t, const topo::topology& topo, const explore_options& o) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  const uint64_t budget = uint64_t(o.runs > 0 ? o.runs : t.runs > 0 ? t.runs : o.default_runs);
+  test_result res;
+  auto record = [&](const child_result& c) {
+    ++res.runs;
+    if (!c.error.empty()) {
+      if (res.error.empty())
+        res.error = fmt::format("run {} ({}): {}", res.runs, format_choices(c.taken), c.error);
+      return;
+    }
+    res.max_decisions = std::max<uint64_t>(res.max_decisions, c.taken.size());
+    res.matching += c.matches;
+    for (auto& oc : res.outcomes)
+      if (oc.key == c.key) {
+        ++oc.count;
+        return;
+      }
+    res.outcomes.push_back({c.key, c.matches, 1, format_choices(c.taken)});
+  };
+
+  if (o.choices) {  // one run, exactly as recorded
+    child_result c = run_child(t, topo, *o.choices, std::nullopt);
+    record(c);
+    res.simulated_ns = c.simulated_ns;
+  } else {
+    // The in-order run first; it tells how large the tree of choices is.
+    child_result first = run_child(t, topo, {}, std::nullopt);
+    record(first);
+    res.simulated_ns = first.simulated_ns;
+    double tree = 1;
+    for (size_t n : first.options) tree *= double(n);
+    if (first.error.empty() && tree <= double(budget)) {
+      auto next = next_prefix(first.taken, first.options);
+      while (next && res.runs < budget) {
+        child_result c = run_child(t, topo, *next, std::nullopt);
+        record(c);
+        if (!c.error.empty()) break;
+        next = next_prefix(c.taken, c.options);
+      }
+      res.exhaustive = !next;
+    }
+    if (!res.exhaustive && first.error.empty())
+      for (uint64_t i = res.runs; i < budget; ++i) {
+        child_result c = run_child(t, topo, {}, run_seed(o.seed, i));
+        record(c);
+        if (!c.error.empty()) break;
+      }
+  }
+  switch (t.expect) {
+    case expectation::forbidden:
+      res.passed = res.matching == 0;
+      break;
+    case expectation::allowed:
+      res.passed = res.matching > 0;
+      break;
+    case expectation::required:
+      res.passed = res.matching == res.runs;
+      break;
+  }
+  if (!res.error.empty()) res.passed = false;
+  res.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return res;
+}
+
+}  // namespace p2psim::litmus

@@ -1,0 +1,49 @@
+// Runs a litmus test many times, each run in a child process of its own (SystemC elaborates
+// once per process), and counts the outcomes. The Y/N choices are explored exhaustively,
+// depth first, when the tree of choices fits the run budget, and at random from a seed
+// otherwise. Every outcome keeps a witness: the list of choices that produced it, which
+// `--choices` replays.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/litmus/litmus_spec.h"
+#include "sim/topology/topology.h"
+
+namespace p2psim::litmus {
+
+struct explore_options {
+  int runs = 0;  // budget; 0: the test's own `runs`, else default_runs
+  int default_runs = 200;
+  uint64_t seed = 1;
+  std::optional<std::vector<size_t>> choices;  // replay exactly this run
+};
+
+struct outcome_count {
+  std::string key;  // "r0=1 r1=0"
+  bool matches = false;
+  uint64_t count = 0;
+  std::string witness;  // "0.2.1": the choices of the first run that gave it
+};
+
+struct test_result {
+  std::vector<outcome_count> outcomes;  // in order of first appearance
+  uint64_t runs = 0, matching = 0;
+  bool exhaustive = false;
+  uint64_t max_decisions = 0;  // the most Y/N decisions one run made
+  bool passed = false;
+  std::string error;  // a run that could not complete
+  double wall_seconds = 0;
+  double simulated_ns = 0;  // of the first run
+};
+
+test_result explore(const litmus_spec& t, const topo::topology& topo, const explore_options& o);
+
+// "0.2.1" <-> {0, 2, 1}; parse throws std::invalid_argument.
+std::string format_choices(const std::vector<size_t>& c);
+std::vector<size_t> parse_choices(const std::string& s);
+
+}  // namespace p2psim::litmus

@@ -1,0 +1,502 @@
+#include "sim/litmus/litmus_run.h"
+
+#include <fmt/format.h>
+
+#include <systemc>
+
+#include "models/driver/cuda/cuda.h"
+#include "models/driver/kernel/kernel.h"
+#include "models/driver/nvidia/nv-p2p.h"
+#include "models/driver/nvidia/nvidia_driver.h"
+#include "models/link/stream_log.h"
+#include "sim/config/error.h"
+#include "sim/core/copy_engine_executor.h"
+#include "sim/core/driver_gpus.h"
+#include "sim/core/endpoints.h"
+#include "sim/core/system.h"
+#include "sim/topology/address_map.h"
+
+namespace p2psim::litmus {
+
+using namespace sc_core;
+
+namespace {
+
+constexpr kernel::pid_t litmus_pid = 100;        // every agent's CUDA calls come from one process
+constexpr uint64_t scratch_bytes = 16ull << 20;  // top of a DMA agent's memory: read buffers
+
+std::vector<uint8_t> bytes_of(uint64_t v, uint64_t size) {
+  std::vector<uint8_t> b(size);
+  for (uint64_t i = 0; i < size; ++i) b[i] = uint8_t(v >> (8 * (i % 8)));
+  return b;
+}
+
+// 8-byte little-endian words; all equal -> that value, else torn.
+value value_of(const std::vector<uint8_t>& b) {
+  auto word = [&](uint64_t at) {
+    uint64_t v = 0;
+    for (uint64_t i = 0; i < 8 && at + i < b.size(); ++i) v |= uint64_t(b[at + i]) << (8 * i);
+    return v;
+  };
+  auto all = [&](auto expected) {
+    for (uint64_t at = 0; at < b.size(); at += 8) {
+      uint64_t rest = std::min<uint64_t>(8, b.size() - at);
+      uint64_t mask = rest == 8 ? ~0ull : (1ull << (8 * rest)) - 1;
+      if (word(at) != (expected(at / 8) & mask)) return false;
+    }
+    return true;
+  };
+  const uint64_t first = word(0);
+  if (all([&](uint64_t) { return first; })) return value::of(first);
+  if (all([](uint64_t i) { return i; })) return {value::ramp, 0};
+  return {value::torn, 0};
+}
+
+void ignore_free(void*) {}
+
+struct placed {
+  const location_spec* spec = nullptr;
+  memory::backing_store* store = nullptr;
+  uint64_t offset = 0;  // in store
+  uint64_t bus = 0;     // where peers reach it
+  gpu::gpu* gpu = nullptr;
+  int ordinal = -1;    // GPU: CUDA device ordinal
+  CUdeviceptr va = 0;  // GPU: the allocation's address + the location's offset
+};
+
+class harness : public sc_module {
+ public:
+  harness(sc_module_name n, const litmus_spec& t, core::fabric_system& sys)
+      : sc_module(n), m_t(t), m_sys(sys), m_driver(nv::driver_config{}) {
+    std::vector<gpu::gpu*> by_ordinal = core::add_gpus(m_driver, sys);
+    for (size_t i = 0; i < by_ordinal.size(); ++i) {
+      m_ordinal[m_driver.gpu(int(i)).name] = int(i);
+      by_ordinal[i]->visibility().set_kernels_observe(true);  // kernel agents may be reading
+    }
+    nv::nvidia_driver::install(&m_driver);
+    m_copies = std::make_unique<core::copy_engine_executor>(sys, by_ordinal);
+    cuda::install_copy_executor(m_copies.get());
+    kernel::set_current_pid(litmus_pid);
+    check(cuInit(0), "cuInit");
+    for (const auto& [name, ordinal] : m_ordinal) {
+      CUdevice dev = 0;
+      check(cuDeviceGet(&dev, ordinal), "cuDeviceGet");
+      check(cuCtxCreate(&m_ctx[name], 0, dev), "cuCtxCreate");
+    }
+    for (const auto& l : t.locations) place(l);
+    for (const auto& a : t.agents) {
+      m_done[a.name] = false;
+      m_start[a.name] = std::make_unique<sc_event>();
+    }
+    for (const auto& a : t.agents) {
+      const agent_spec* ap = &a;
+      sc_spawn([this, ap] { agent(*ap); }, sc_gen_unique_name(a.name.c_str()));
+    }
+  }
+  ~harness() override {
+    cuda::install_copy_executor(nullptr);
+    nv::nvidia_driver::install(nullptr);
+  }
+
+  run_outcome outcome() const {
+    run_outcome o;
+    for (const auto& r : m_t.registers()) {
+      auto it = m_regs.find(r);
+      o.values[r] = it == m_regs.end() ? value{} : it->second;
+    }
+    for (const auto& n : m_t.cond.names())
+      if (m_t.find_location(n)) o.values[n] = value_of(load(m_loc.at(n)));
+    for (const auto& [name, done] : m_done)
+      if (!done) o.blocked.push_back(name);
+    o.error = m_error;
+    return o;
+  }
+
+ private:
+  static void check(CUresult r, const char* what) {
+    if (r != CUDA_SUCCESS) throw std::runtime_error(fmt::format("{} failed ({})", what, int(r)));
+  }
+
+  // GPU memory as an application gets it for RDMA: cuMemAlloc, SYNC_MEMOPS when asked, and
+  // the pages pinned for peers with nvidia_p2p_get_pages (their BAR1 addresses).
+  void place(const location_spec& l) {
+    placed p;
+    p.spec = &l;
+    if (auto* g = m_sys.find_gpu(l.memory)) {
+      cuCtxSetCurrent(m_ctx.at(l.memory));
+      CUdeviceptr base = 0;
+      check(cuMemAlloc(&base, nv::gpu_page_bytes), "cuMemAlloc");
+      if (l.sync_memops) {
+        unsigned int one = 1;
+        check(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, base),
+              "cuPointerSetAttribute");
+      }
+      nvidia_p2p_page_table* pt = nullptr;
+      if (int r = nvidia_p2p_get_pages(0, 0, base, nv::gpu_page_bytes, &pt, ignore_free, nullptr))
+        throw std::runtime_error(fmt::format("nvidia_p2p_get_pages failed ({})", r));
+      auto where = m_driver.vram_of(litmus_pid, base);
+      p.gpu = g;
+      p.ordinal = m_ordinal.at(l.memory);
+      p.store = &g->vram();
+      p.offset = where->second + l.offset;
+      p.bus = pt->pages[0]->physical_address + l.offset;
+      p.va = base + l.offset;
+    } else if (auto* e = m_sys.find_engine(l.memory)) {
+      p.store = &e->local_memory();
+      p.offset = l.offset;
+      p.bus = e->params().bar2.base + l.offset;
+    } else {
+      auto* rc = m_sys.find_socket(l.memory);
+      p.store = &rc->memory();
+      p.offset = l.offset;
+      p.bus = rc->params().memory.base + l.offset;
+    }
+    std::vector<uint8_t> init = bytes_of(l.init, l.size);
+    if (l.ramp)
+      for (uint64_t i = 0; i < l.size; ++i) init[i] = uint8_t((i / 8) >> (8 * (i % 8)));
+    p.store->write(p.offset, init);
+    m_loc[l.name] = p;
+  }
+
+  std::vector<uint8_t> load(const placed& p) const {
+    std::vector<uint8_t> b(p.spec->size);
+    p.store->read(p.offset, b);
+    return b;
+  }
+
+  void agent(const agent_spec& a) {
+    if (a.launched) wait(*m_start.at(a.name));
+    try {
+      switch (a.kind) {
+        case agent_kind::dma:
+          dma_agent(a);
+          break;
+        case agent_kind::kernel:
+          kernel_agent(a);
+          break;
+        case agent_kind::cpu:
+          cpu_agent(a);
+          break;
+      }
+      m_done[a.name] = true;
+    } catch (const std::exception& e) {
+      if (m_error.empty()) m_error = fmt::format("agent {}: {}", a.name, e.what());
+    }
+  }
+
+  // Polls `look` every poll_ns until it gives `want`; the register gets the last value seen
+  // only when it matched (unset after a timeout).
+  template <class F>
+  void await(const op_spec& o, F look) {
+    const sc_time limit = sc_time_stamp() + sc_time(o.timeout_ns, SC_NS);
+    while (true) {
+      value v = look();
+      if (v == value::of(o.value)) {
+        if (!o.reg.empty()) m_regs[o.reg] = v;
+        return;
+      }
+      if (sc_time_stamp() >= limit) return;
+      wait(sc_time(o.poll_ns, SC_NS));
+    }
+  }
+
+  // A DMA device (or a GPU's copy engine) works through its program in order: fabric
+  // requests go out in program order and overlap; `fence` waits for all of them.
+  void dma_agent(const agent_spec& a) {
+    core::initiator_ref dev(m_sys, a.device);
+    uint64_t scratch = core::initiator_capacity(m_sys.topology(), a.device) - scratch_bytes;
+    struct pending_read {
+      std::string reg;
+      uint64_t local = 0, size = 0;
+      uint32_t stream = 0;
+    };
+    struct request {
+      uint32_t stream = 0;
+      bool write = true;
+    };
+    std::vector<request> outstanding;
+    std::vector<pending_read> reads;
+    link::stream_log& log = m_sys.streams();
+    auto landed = [&](uint32_t id) {
+      while (!log[id].finished()) wait(log.finished_event());
+      if (log[id].last_land_ps > link::now_ps())
+        wait(link::ps(log[id].last_land_ps - link::now_ps()));
+    };
+    auto resolve_reads = [&] {
+      for (const auto& r : reads) {
+        if (log[r.stream].failed_bytes) continue;  // refused: the register stays unset
+        std::vector<uint8_t> b(r.size);
+        dev.local().read(r.local, b);
+        m_regs[r.reg] = value_of(b);
+      }
+      reads.clear();
+    };
+    // A fence completes earlier requests as the requester sees them: a read when its data is
+    // in, a posted write once all its TLPs are on the link (queued there, later TLPs stay
+    // behind it where the ordering table says so).
+    auto fence = [&] {
+      for (const auto& r : outstanding) {
+        if (!r.write) {
+          landed(r.stream);
+          continue;
+        }
+        while (log[r.stream].first_start_ps == 0 || !dev.requester().issued(r.stream))
+          wait(sc_time(1, SC_NS));
+      }
+      outstanding.clear();
+      resolve_reads();
+    };
+    std::vector<uint32_t> all;  // at the end, everything lands before the run is over
+    for (const auto& o : a.program) {
+      const placed* p = o.location.empty() ? nullptr : &m_loc.at(o.location);
+      const bool local = p && p->spec->memory == a.device;
+      switch (o.kind) {
+        case op_kind::write:
+        case op_kind::read: {
+          if (local) {
+            if (o.kind == op_kind::write)
+              p->store->write(p->offset, bytes_of(o.value, p->spec->size));
+            else
+              m_regs[o.reg] = value_of(load(*p));
+            break;
+          }
+          dma::dma_job job;
+          job.write = o.kind == op_kind::write;
+          job.in_order = true;
+          job.attrs.relaxed_ordering = o.relaxed_ordering;
+          job.attrs.id_based_ordering = o.id_based_ordering;
+          const uint64_t size = p->spec->size;
+          job.segments.push_back({p->bus, size, scratch});
+          if (job.write) dev.local().write(scratch, bytes_of(o.value, size));
+          job.stream = log.open(size);
+          log[job.stream].submit_ps = link::now_ps();
+          outstanding.push_back({job.stream, job.write});
+          all.push_back(job.stream);
+          if (!job.write) reads.push_back({o.reg, scratch, size, job.stream});
+          scratch += (size + 63) / 64 * 64;
+          dev.submit(std::move(job));
+          break;
+        }
+        case op_kind::await:
+          await(o, [&] { return value_of(load(*p)); });
+          break;
+        case op_kind::fence:
+          fence();
+          break;
+        case op_kind::sleep:
+          wait(sc_time(o.time_ns, SC_NS));
+          break;
+        default:
+          break;  // the loader allows nothing else here
+      }
+    }
+    for (uint32_t id : all) landed(id);
+    resolve_reads();
+  }
+
+  // A GPU kernel sees GPU memory through the RDMA visibility model: its own GPU's as the
+  // owner, another GPU's as a peer (guide 5.7;
+  // CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING).
+  void kernel_agent(const agent_spec& a) {
+    auto look = [&](const placed& p) {
+      std::vector<uint8_t> b(p.spec->size);
+      p.gpu->visibility().kernel_read(
+          p.offset, b, p.spec->memory == a.device ? gpu::consumer::owner : gpu::consumer::peer);
+      return value_of(b);
+    };
+    for (const auto& o : a.program) {
+      const placed* p = o.location.empty() ? nullptr : &m_loc.at(o.location);
+      switch (o.kind) {
+        case op_kind::write:
+          p->gpu->visibility().kernel_write(p->offset, bytes_of(o.value, p->spec->size));
+          break;
+        case op_kind::read:
+          m_regs[o.reg] = look(*p);
+          break;
+        case op_kind::await:
+          await(o, [&] { return look(*p); });
+          break;
+        case op_kind::sleep:
+          wait(sc_time(o.time_ns, SC_NS));
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  // A CPU thread: loads and stores to host memory (coherent), and CUDA calls in its context.
+  void cpu_agent(const agent_spec& a) {
+    auto cuda = [&](CUresult r, const char* what) {
+      if (r != CUDA_SUCCESS) throw std::runtime_error(fmt::format("{} returned {}", what, int(r)));
+    };
+    auto enter = [&] {
+      kernel::set_current_pid(litmus_pid);
+      cuCtxSetCurrent(m_ctx.at(a.context));
+    };
+    for (const auto& o : a.program) {
+      const placed* p = o.location.empty() ? nullptr : &m_loc.at(o.location);
+      switch (o.kind) {
+        case op_kind::write:
+          p->store->write(p->offset, bytes_of(o.value, p->spec->size));
+          break;
+        case op_kind::read:
+          m_regs[o.reg] = value_of(load(*p));
+          break;
+        case op_kind::await:
+          await(o, [&] { return value_of(load(*p)); });
+          break;
+        case op_kind::sleep:
+          wait(sc_time(o.time_ns, SC_NS));
+          break;
+        case op_kind::launch: {
+          const agent_spec& b = *m_t.find_agent(o.agent);
+          // A kernel launch is a CPU-initiated work submission: RDMA writes that have landed
+          // on its GPU become visible to it (guide 5.7).
+          if (b.kind == agent_kind::kernel) m_sys.find_gpu(b.device)->visibility().cpu_sync();
+          m_start.at(b.name)->notify(SC_ZERO_TIME);
+          break;
+        }
+        case op_kind::sync:
+          enter();
+          cuda(cuCtxSynchronize(), "cuCtxSynchronize");
+          break;
+        case op_kind::flush:
+          enter();
+          cuda(cuFlushGPUDirectRDMAWrites(CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX,
+                                          o.scope == "owner"
+                                              ? CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER
+                                              : CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES),
+               "cuFlushGPUDirectRDMAWrites");
+          break;
+        case op_kind::copy: {
+          enter();
+          const placed& to = m_loc.at(o.to);
+          const uint64_t n = p->spec->size;
+          cuda(
+              o.async ? cuMemcpyDtoDAsync(to.va, p->va, n, nullptr) : cuMemcpyDtoD(to.va, p->va, n),
+              "cuMemcpyDtoD");
+          break;
+        }
+        case op_kind::fence:
+          break;
+      }
+    }
+  }
+
+  const litmus_spec& m_t;
+  core::fabric_system& m_sys;
+  nv::nvidia_driver m_driver;
+  std::unique_ptr<core::copy_engine_executor> m_copies;
+  std::map<std::string, int> m_ordinal;
+  std::map<std::string, CUcontext> m_ctx;
+  std::map<std::string, placed> m_loc;
+  std::map<std::string, value> m_regs;
+  std::map<std::string, bool> m_done;
+  std::map<std::string, std::unique_ptr<sc_event>> m_start;
+  std::string m_error;
+};
+
+}  // namespace
+
+void check_litmus(const litmus_spec& t, const topo::topology& topo) {
+  auto is_gpu = [&](const std::string& n) {
+    auto* d = topo.find_device(n);
+    return d && d->type == topo::device_type::gpu;
+  };
+  auto is_engine = [&](const std::string& n) {
+    auto* d = topo.find_device(n);
+    return d && d->type == topo::device_type::dma_engine;
+  };
+  for (const auto& s : topo.sockets)
+    if (s.iommu.mode == topo::iommu_mode::translating)
+      throw config::error(t.loc, "topology",
+                          "socket " + s.name +
+                              " has a translating IOMMU: litmus tests run "
+                              "with the IOMMU off or in pass-through");
+  for (const auto& l : t.locations) {
+    auto fail = [&](const std::string& m) { throw config::error(l.loc, "memory", m); };
+    if (is_gpu(l.memory)) {
+      if (l.offset + l.size > nv::gpu_page_bytes)
+        fail("a GPU location lies within one 64KiB GPU page (offset + size <= 64KiB)");
+    } else if (is_engine(l.memory)) {
+      if (l.offset + l.size > topo.find_device(l.memory)->bar2_bytes)
+        fail(l.memory + " has " + std::to_string(topo.find_device(l.memory)->bar2_bytes) +
+             " bytes of BAR2 memory: the location does not fit");
+    } else if (const auto* s = topo.find_socket(l.memory)) {
+      if (l.offset + l.size > s->memory_bytes) fail("beyond " + l.memory + "'s memory");
+    } else {
+      fail("'" + l.memory + "' is not a GPU, DMA engine or socket of the topology");
+    }
+  }
+  for (size_t i = 0; i < t.locations.size(); ++i)
+    for (size_t j = 0; j < i; ++j) {
+      const auto &a = t.locations[i], &b = t.locations[j];
+      if (a.memory == b.memory && !is_gpu(a.memory) && a.offset < b.offset + b.size &&
+          b.offset < a.offset + a.size)
+        throw config::error(a.loc, "offset", "overlaps location " + b.name);
+    }
+  for (const auto& a : t.agents) {
+    auto fail = [&](const std::string& key, const std::string& m) {
+      throw config::error(a.loc, key, m);
+    };
+    switch (a.kind) {
+      case agent_kind::dma:
+        if (!is_gpu(a.device) && !is_engine(a.device))
+          fail("device", "a dma agent is a DMA engine or a GPU (its copy engine)");
+        break;
+      case agent_kind::kernel:
+        if (!is_gpu(a.device)) fail("device", "a kernel agent runs on a GPU");
+        break;
+      case agent_kind::cpu:
+        if (!topo.find_socket(a.device)) fail("device", "a cpu agent runs on a socket");
+        if (!a.context.empty() && !is_gpu(a.context))
+          fail("context", "the context's device is a GPU");
+        break;
+    }
+    for (const auto& o : a.program) {
+      if (o.location.empty()) continue;
+      const location_spec& l = *t.find_location(o.location);
+      auto bad = [&](const std::string& m) { throw config::error(o.loc, "program", m); };
+      if (a.kind == agent_kind::kernel && !is_gpu(l.memory))
+        bad("a kernel agent reads and writes GPU memory only (" + l.name + " is in " + l.memory +
+            ")");
+      if (a.kind == agent_kind::cpu && o.kind != op_kind::copy && !topo.find_socket(l.memory))
+        bad("a cpu agent loads and stores host memory only (" + l.name + " is in " + l.memory +
+            ")");
+      if (o.kind == op_kind::copy && (!is_gpu(l.memory) || !is_gpu(t.find_location(o.to)->memory)))
+        bad("copy is cuMemcpyDtoD: both locations in GPU memory");
+      if (a.kind == agent_kind::dma && l.memory == a.device &&
+          (o.relaxed_ordering || o.id_based_ordering))
+        bad("relaxed_ordering / id_based_ordering are attributes of PCIe requests; " + l.name +
+            " is the agent's own memory");
+    }
+  }
+}
+
+run_outcome run_once(const litmus_spec& t, const topo::topology& topo,
+                     pcie::choice_source* choices) {
+  topo::address_map amap = topo::enumerate(topo);
+  core::fabric_system sys(topo, amap);
+  harness h("litmus", t, sys);
+  pcie::set_choice_source(choices);
+  sc_start();
+  pcie::set_choice_source(nullptr);
+  run_outcome o = h.outcome();
+  o.simulated_ns = sc_time_stamp().to_seconds() * 1e9;
+  return o;
+}
+
+std::string outcome_key(const litmus_spec& t, const run_outcome& o) {
+  std::string s;
+  auto add = [&](const std::string& n) {
+    auto it = o.values.find(n);
+    if (it == o.values.end()) return;
+    s += (s.empty() ? "" : " ") + n + "=" + it->second.str();
+  };
+  for (const auto& r : t.registers()) add(r);
+  for (const auto& l : t.locations) add(l.name);
+  return s;
+}
+
+}  // namespace p2psim::litmus

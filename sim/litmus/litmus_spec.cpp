@@ -1,0 +1,288 @@
+#include "sim/litmus/litmus_spec.h"
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "sim/config/error.h"
+#include "sim/config/reader.h"
+
+namespace p2psim::litmus {
+
+namespace fs = std::filesystem;
+
+const char* to_string(agent_kind k) {
+  switch (k) {
+    case agent_kind::dma:
+      return "dma";
+    case agent_kind::kernel:
+      return "kernel";
+    case agent_kind::cpu:
+      break;
+  }
+  return "cpu";
+}
+
+const char* to_string(expectation e) {
+  switch (e) {
+    case expectation::forbidden:
+      return "forbidden";
+    case expectation::allowed:
+      return "allowed";
+    case expectation::required:
+      break;
+  }
+  return "required";
+}
+
+const location_spec* litmus_spec::find_location(const std::string& n) const {
+  for (const auto& l : locations)
+    if (l.name == n) return &l;
+  return nullptr;
+}
+
+const agent_spec* litmus_spec::find_agent(const std::string& n) const {
+  for (const auto& a : agents)
+    if (a.name == n) return &a;
+  return nullptr;
+}
+
+std::vector<std::string> litmus_spec::registers() const {
+  std::vector<std::string> out;
+  for (const auto& a : agents)
+    for (const auto& o : a.program)
+      if (!o.reg.empty()) out.push_back(o.reg);
+  return out;
+}
+
+namespace {
+
+using config::reject_unknown;
+
+bool valid_name(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+location_spec read_location(const config::node_reader& r, const std::string& name) {
+  reject_unknown(r, {"memory", "offset", "size", "init", "sync_memops"});
+  location_spec l;
+  l.name = name;
+  l.loc = r.loc();
+  l.memory = r.str("memory");
+  l.offset = r.size("offset", 0);
+  l.size = r.size("size", 8);
+  if (l.size == 0 || l.size > (1u << 20)) r.fail("size", "a location holds 1 byte to 1MiB");
+  if (l.offset > (1ull << 40)) r.fail("offset", "must be below 1TiB");
+  if (r.has("init") && r.node()["init"].IsScalar() && r.node()["init"].Scalar() == "ramp") {
+    r.raw("init");
+    l.ramp = true;
+  } else {
+    l.init = uint64_t(r.integer("init", 0, INT64_MAX, 0));
+  }
+  l.sync_memops = r.boolean("sync_memops", false);
+  r.done();
+  return l;
+}
+
+constexpr const char* verbs[] = {"write",  "read", "await", "fence", "sleep",
+                                 "launch", "sync", "flush", "copy"};
+
+op_spec read_op(const config::node_reader& r) {
+  op_spec o;
+  o.loc = r.loc();
+  std::string verb;
+  for (const char* v : verbs)
+    if (r.has(v)) {
+      if (!verb.empty()) r.fail(v, "one operation per step: both '" + verb + "' and '" + v + "'");
+      verb = v;
+    }
+  if (verb.empty())
+    r.fail("a step needs one of: write, read, await, fence, sleep, launch, sync, flush, copy");
+  auto attrs = [&] {
+    o.relaxed_ordering = r.boolean("relaxed_ordering", false);
+    o.id_based_ordering = r.boolean("id_based_ordering", false);
+  };
+  if (verb == "write") {
+    reject_unknown(r, {"write", "value", "relaxed_ordering", "id_based_ordering"});
+    o.kind = op_kind::write;
+    o.location = r.str("write");
+    o.value = uint64_t(r.integer("value", 0, INT64_MAX));
+    attrs();
+  } else if (verb == "read") {
+    reject_unknown(r, {"read", "to", "relaxed_ordering", "id_based_ordering"});
+    o.kind = op_kind::read;
+    o.location = r.str("read");
+    o.reg = r.str("to");
+    attrs();
+  } else if (verb == "await") {
+    reject_unknown(r, {"await", "value", "to", "poll", "timeout"});
+    o.kind = op_kind::await;
+    o.location = r.str("await");
+    o.value = uint64_t(r.integer("value", 0, INT64_MAX));
+    o.reg = r.str("to", "");
+    o.poll_ns = r.time_ns("poll", o.poll_ns);
+    o.timeout_ns = r.time_ns("timeout", o.timeout_ns);
+    if (o.poll_ns < 1) r.fail("poll", "must be at least 1ns");
+    if (o.timeout_ns > 1e7) r.fail("timeout", "must be at most 10ms");
+  } else if (verb == "fence" || verb == "sync") {
+    reject_unknown(r, {verb.c_str()});
+    o.kind = verb == "fence" ? op_kind::fence : op_kind::sync;
+    if (!r.boolean(verb)) r.fail(verb, "write '" + verb + ": true' (or leave the step out)");
+  } else if (verb == "sleep") {
+    reject_unknown(r, {"sleep"});
+    o.kind = op_kind::sleep;
+    o.time_ns = r.time_ns("sleep");
+    if (o.time_ns > 1e7) r.fail("sleep", "must be at most 10ms");
+  } else if (verb == "launch") {
+    reject_unknown(r, {"launch"});
+    o.kind = op_kind::launch;
+    o.agent = r.str("launch");
+  } else if (verb == "flush") {
+    reject_unknown(r, {"flush"});
+    o.kind = op_kind::flush;
+    o.scope = r.choice("flush", {"owner", "all_devices"});
+  } else {
+    reject_unknown(r, {"copy", "to", "async"});
+    o.kind = op_kind::copy;
+    o.location = r.str("copy");
+    o.to = r.str("to");
+    o.async = r.boolean("async", false);
+  }
+  r.done();
+  return o;
+}
+
+agent_spec read_agent(const config::node_reader& r) {
+  reject_unknown(r, {"name", "kind", "device", "context", "start", "program"});
+  agent_spec a;
+  a.loc = r.loc();
+  a.name = r.str("name");
+  if (!valid_name(a.name)) r.fail("name", "'" + a.name + "' is not a name (letters, digits, _)");
+  std::string k = r.choice("kind", {"dma", "kernel", "cpu"});
+  a.kind = k == "dma" ? agent_kind::dma : k == "kernel" ? agent_kind::kernel : agent_kind::cpu;
+  a.device = r.str("device");
+  a.context = r.str("context", "");
+  if (!a.context.empty() && a.kind != agent_kind::cpu)
+    r.fail("context", "only a cpu agent has a CUDA context");
+  a.launched = r.choice("start", {"begin", "launch"}, "begin") == "launch";
+  for (const auto& s : r.list("program")) a.program.push_back(read_op(s));
+  if (a.program.empty()) r.fail("program", "an agent needs at least one step");
+  r.done();
+  return a;
+}
+
+// The rules that need only the file: names resolve, each kind does what it can.
+void check_names(const litmus_spec& t, const config::node_reader& root) {
+  std::map<std::string, const op_spec*> writers;
+  for (const auto& a : t.agents) {
+    for (const auto& o : a.program) {
+      auto bad = [&](const std::string& msg) { throw config::error(o.loc, "program", msg); };
+      auto need_location = [&](const std::string& n) -> const location_spec& {
+        const location_spec* l = t.find_location(n);
+        if (!l) bad("no location named '" + n + "'");
+        return *l;
+      };
+      switch (o.kind) {
+        case op_kind::write:
+        case op_kind::read:
+        case op_kind::await:
+          need_location(o.location);
+          if (a.kind == agent_kind::dma && o.kind == op_kind::await &&
+              need_location(o.location).memory != a.device)
+            bad("a DMA agent awaits only its own memory (" + a.device + ")");
+          break;
+        case op_kind::fence:
+          if (a.kind != agent_kind::dma) bad("fence is a DMA agent's step");
+          break;
+        case op_kind::sleep:
+          break;
+        case op_kind::launch: {
+          if (a.kind != agent_kind::cpu) bad("only a cpu agent launches");
+          const agent_spec* b = t.find_agent(o.agent);
+          if (!b) bad("no agent named '" + o.agent + "'");
+          if (!b->launched)
+            bad("agent '" + o.agent + "' starts at the beginning: give it start: launch");
+          if (b->kind == agent_kind::cpu) bad("a cpu agent is not launched");
+          break;
+        }
+        case op_kind::sync:
+        case op_kind::flush:
+        case op_kind::copy:
+          if (a.kind != agent_kind::cpu) bad("only a cpu agent calls CUDA");
+          if (a.context.empty()) bad("the agent needs `context: GPU` for CUDA calls");
+          if (o.kind == op_kind::copy) {
+            const auto& from = need_location(o.location);
+            const auto& to = need_location(o.to);
+            if (from.size != to.size) bad("copy: the locations differ in size");
+          }
+          break;
+      }
+      if (!o.reg.empty()) {
+        if (!valid_name(o.reg)) bad("'" + o.reg + "' is not a register name");
+        if (t.find_location(o.reg)) bad("register '" + o.reg + "' has a location's name");
+        if (writers.count(o.reg))
+          bad("register '" + o.reg + "' is already written at " + writers[o.reg]->loc.str());
+        writers[o.reg] = &o;
+      }
+    }
+  }
+  for (const auto& n : t.cond.names())
+    if (!t.find_location(n) && !writers.count(n))
+      root.fail("condition", "'" + n + "' is neither a register nor a location");
+}
+
+}  // namespace
+
+litmus_spec load_litmus(const std::string& path) {
+  config::document doc = config::document::load(path);
+  config::node_reader r = doc.root();
+  reject_unknown(r, {"name", "description", "spec", "topology", "set", "locations", "agents",
+                     "condition", "expect", "runs"});
+  litmus_spec t;
+  t.file = path;
+  t.loc = r.loc();
+  t.name = r.str("name", fs::path(path).stem().string());
+  t.description = r.str("description", "");
+  t.spec = r.str("spec", "");
+  fs::path topo(r.str("topology"));
+  if (!topo.is_absolute()) topo = fs::path(path).parent_path() / topo;
+  t.topology = topo.lexically_normal().string();
+  if (!fs::is_regular_file(t.topology)) r.fail("topology", "no topology file " + t.topology);
+  for (const auto& s : r.has("set") ? r.string_list("set") : std::vector<std::string>{}) {
+    try {
+      t.topology_sets.push_back(config::parse_override(s));
+    } catch (const config::error& e) {
+      r.fail("set", e.message);
+    }
+  }
+  auto locs = r.child("locations");
+  for (const auto& k : locs.keys()) {
+    if (!valid_name(k)) locs.fail(k, "'" + k + "' is not a name (letters, digits, _)");
+    t.locations.push_back(read_location(locs.child(k), k));
+  }
+  if (t.locations.empty()) locs.fail("name at least one location");
+  std::set<std::string> names;
+  for (const auto& a : r.list("agents")) {
+    t.agents.push_back(read_agent(a));
+    if (!names.insert(t.agents.back().name).second)
+      a.fail("name", "duplicate agent name '" + t.agents.back().name + "'");
+  }
+  try {
+    t.cond = condition::parse(r.str("condition"));
+  } catch (const std::invalid_argument& e) {
+    r.fail("condition", e.what());
+  }
+  std::string e = r.choice("expect", {"forbidden", "allowed", "required"});
+  t.expect = e == "forbidden" ? expectation::forbidden
+             : e == "allowed" ? expectation::allowed
+                              : expectation::required;
+  t.runs = int(r.integer("runs", 1, 1000000, 0));
+  r.done();
+  check_names(t, r);
+  return t;
+}
+
+}  // namespace p2psim::litmus

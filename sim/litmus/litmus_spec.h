@@ -1,0 +1,99 @@
+// A litmus test: a small topology, named memory locations with initial values, one program
+// per agent (a DMA device, a GPU's copy engine, a GPU kernel, a CPU thread), a condition on
+// what the agents observed and on the final memory, and whether that outcome must never,
+// may, or must always happen. See docs/formats-litmus.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/config/overrides.h"
+#include "sim/config/source_loc.h"
+#include "sim/litmus/condition.h"
+
+namespace p2psim::litmus {
+
+struct location_spec {
+  std::string name;
+  std::string memory;        // a GPU (device memory, reached by peers through pinned BAR1 pages),
+                             // a DMA engine (its BAR2 memory) or a socket (host memory)
+  uint64_t offset = 0;       // host / BAR2 memory: byte offset; GPU: offset into its allocation
+  uint64_t size = 8;         // bytes; a value fills every 8-byte word
+  uint64_t init = 0;         // initial value
+  bool ramp = false;         // init: ramp -- word i holds i
+  bool sync_memops = false;  // GPU: CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on its allocation
+  config::source_loc loc;
+};
+
+enum class agent_kind { dma, kernel, cpu };
+const char* to_string(agent_kind k);
+
+enum class op_kind {
+  write,   // store `value` (fabric write or local store)
+  read,    // load into `reg`
+  await,   // poll until the location holds `value` (or `timeout` passes)
+  fence,   // DMA: wait until every earlier request has completed
+  sleep,   // let `time_ns` pass
+  launch,  // CPU: start an agent declared `start: launch` (a kernel launch is a CUDA work
+           // submission; for a DMA device it is a doorbell)
+  sync,    // CPU: cuCtxSynchronize
+  flush,   // CPU: cuFlushGPUDirectRDMAWrites to `scope`
+  copy,    // CPU: cuMemcpyDtoD from `location` to `to`
+};
+
+struct op_spec {
+  op_kind kind = op_kind::write;
+  std::string location;  // write / read / await / copy (the source)
+  std::string to;        // copy: the destination location
+  std::string reg;       // read / await (optional): the register that receives the value
+  std::string agent;     // launch
+  std::string scope;     // flush: owner | all_devices
+  uint64_t value = 0;
+  bool relaxed_ordering = false, id_based_ordering = false;  // DMA requests' attributes
+  bool async = false;                                        // copy: cuMemcpyDtoDAsync
+  double time_ns = 0;                                        // sleep
+  double poll_ns = 10;                                       // await: time between two looks
+  double timeout_ns = 20000;  // await: give up after this long (the register stays unset)
+  config::source_loc loc;
+};
+
+struct agent_spec {
+  std::string name;
+  agent_kind kind = agent_kind::dma;
+  std::string device;     // dma: a DMA engine or a GPU (its copy engine); kernel: a GPU;
+                          // cpu: a socket
+  std::string context;    // cpu: the GPU of its CUDA context (for sync, flush, copy)
+  bool launched = false;  // starts when a CPU agent launches it, not at time 0
+  std::vector<op_spec> program;
+  config::source_loc loc;
+};
+
+enum class expectation { forbidden, allowed, required };
+const char* to_string(expectation e);
+
+struct litmus_spec {
+  std::string name;
+  std::string file;
+  std::string description;
+  std::string spec;      // the rule it checks: spec section / table cell
+  std::string topology;  // path, resolved against the test's folder
+  std::vector<config::override_spec> topology_sets;  // `set:` items, like --set
+  std::vector<location_spec> locations;
+  std::vector<agent_spec> agents;
+  condition cond;
+  expectation expect = expectation::forbidden;
+  int runs = 0;  // the test's own run budget (0: the command's --runs)
+  config::source_loc loc;
+
+  const location_spec* find_location(const std::string& n) const;
+  const agent_spec* find_agent(const std::string& n) const;
+  std::vector<std::string> registers() const;  // in order of first appearance
+};
+
+// Reads and checks a litmus file (names, kinds, which agent may touch which memory, the
+// condition's names). Errors are config::error with file:line:col and the key.
+litmus_spec load_litmus(const std::string& path);
+
+}  // namespace p2psim::litmus

@@ -1,0 +1,127 @@
+// p2psim litmus as CI runs it: expectations, exit codes, JUnit XML, reproducibility from a
+// seed, mutation of the ordering rules (every rule is needed by some test of the catalogue),
+// and bad litmus files. The catalogue itself runs one ctest per file (tests/litmus).
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <pugixml.hpp>
+#include <regex>
+#include <sstream>
+
+#include "tests/cli/cli_harness.h"
+
+using p2psim::test::run_cli;
+
+namespace {
+
+// The outcome lines of a report, without timings.
+std::string outcomes(const std::string& out) {
+  std::istringstream in(out);
+  std::string line, kept;
+  while (std::getline(in, line))
+    if (line.find("choices") != std::string::npos || line.find("runs") != std::string::npos)
+      kept += line + "\n";
+  return std::regex_replace(kept, std::regex(R"(\(\d+ runs, [0-9.]+ s\))"), "");
+}
+
+}  // namespace
+
+TEST_CASE("MP with Relaxed Ordering shows flag new and data old in some runs", "[cli][litmus]") {
+  auto r = run_cli("litmus scenarios/litmus/mp_ro_switch.yaml");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  // A starred outcome (it satisfies the condition): flag seen new, data not.
+  CHECK(std::regex_search(r.out, std::regex(R"(\*\s+\d+\s+f=1 d=0)")));
+}
+
+TEST_CASE("MP without Relaxed Ordering never shows flag new and data old", "[cli][litmus]") {
+  for (const char* f : {"mp_switch", "mp_rc", "mp_qpi", "mp_ro_data_only_switch"}) {
+    auto r = run_cli(std::string("litmus scenarios/litmus/") + f + ".yaml");
+    INFO(f << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("f=1 d=0") == std::string::npos);
+    CHECK(r.out.find("(every order)") != std::string::npos);  // every order was tried
+  }
+}
+
+TEST_CASE("a litmus run is reproducible from its seed", "[cli][litmus]") {
+  const std::string test = "litmus scenarios/litmus/kernel_concurrent_partial.yaml --runs 40";
+  auto a = run_cli(test + " --seed 11"), b = run_cli(test + " --seed 11");
+  INFO(a.out);
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  CHECK(a.out.find("(every order)") == std::string::npos);  // random runs, not exhaustive
+  CHECK(outcomes(a.out) == outcomes(b.out));
+}
+
+TEST_CASE("a replayed run gives the outcome its choices were printed with", "[cli][litmus]") {
+  auto all = run_cli("litmus scenarios/litmus/mp_ro_switch.yaml");
+  std::smatch m;
+  REQUIRE(std::regex_search(all.out, m, std::regex(R"(\*\s+\d+\s+(f=1 d=0)\s+choices ([0-9.]+))")));
+  auto one = run_cli("litmus scenarios/litmus/mp_ro_switch.yaml --choices " + m[2].str());
+  INFO(one.out);
+  CHECK(std::regex_search(one.out, std::regex(R"(\*\s+1\s+f=1 d=0)")));
+}
+
+TEST_CASE("a failed expectation exits 1 and is a JUnit failure", "[cli][litmus]") {
+  const std::string xml = std::string(P2PSIM_BUILD_DIR) + "/litmus_junit.xml";
+  auto r =
+      run_cli("litmus tests/data/litmus/failing.yaml scenarios/litmus/raw.yaml --junit " + xml);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("FAILED: allowed outcome never observed") != std::string::npos);
+  pugi::xml_document doc;
+  REQUIRE(doc.load_file(xml.c_str()));
+  auto suite = doc.child("testsuites").child("testsuite");
+  CHECK(suite.attribute("tests").as_int() == 2);
+  CHECK(suite.attribute("failures").as_int() == 1);
+  int failed = 0;
+  for (auto tc : suite.children("testcase")) {
+    if (tc.child("failure")) {
+      ++failed;
+      CHECK(std::string(tc.attribute("name").value()) == "wrong-expectation");
+    }
+  }
+  CHECK(failed == 1);
+}
+
+TEST_CASE("every ordering rule is needed: turning it off fails a litmus test",
+          "[cli][litmus][mutation]") {
+  auto list = run_cli("litmus --list-rules");
+  REQUIRE(list.exit_code == 0);
+  std::istringstream in(list.out);
+  std::string line;
+  int rules = 0;
+  while (std::getline(in, line)) {
+    std::string rule = line.substr(0, line.find(' '));
+    auto r = run_cli("litmus scenarios/litmus --fail-fast --mutate " + rule);
+    INFO("--mutate " << rule << "\n" << r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.find("FAILED") != std::string::npos);
+    ++rules;
+  }
+  CHECK(rules >= 11);
+}
+
+TEST_CASE("an unknown rule for --mutate is bad input", "[cli][litmus]") {
+  auto r = run_cli("litmus scenarios/litmus/raw.yaml --mutate P-Q");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("no ordering rule named 'P-Q'") != std::string::npos);
+}
+
+TEST_CASE("bad litmus files are rejected with file and line", "[cli][litmus]") {
+  struct bad {
+    const char* file;
+    const char* message;
+  };
+  for (auto b : {bad{"bad_unknown_key.yaml:10:", "unknown key 'valeu'"},
+                 bad{"bad_condition.yaml:11:", "expected == or !="},
+                 bad{"bad_kernel_host.yaml:10:", "a kernel agent reads and writes GPU memory"},
+                 bad{"bad_register_twice.yaml:11:", "register 'r' is already written"}}) {
+    std::string f(b.file);
+    auto r = run_cli("litmus tests/data/litmus/" + f.substr(0, f.find(':')));
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(f) != std::string::npos);
+    CHECK(r.err.find(b.message) != std::string::npos);
+  }
+}

@@ -1,0 +1,154 @@
+// p2psim litmus: runs litmus tests, explores the orders the PCIe ordering table and the GPU
+// memory model leave open, checks each test's expectation, and writes JUnit XML for CI.
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "models/pcie/ordering.h"
+#include "sim/config/error.h"
+#include "sim/litmus/explore.h"
+#include "sim/litmus/junit.h"
+#include "sim/litmus/litmus_run.h"
+#include "sim/litmus/litmus_spec.h"
+#include "sim/topology/topology_loader.h"
+#include "tools/p2psim/commands.h"
+
+namespace p2psim::cli {
+
+namespace fs = std::filesystem;
+
+void add_litmus(CLI::App& app, litmus_args& a) {
+  auto* c = app.add_subcommand("litmus",
+                               "Run litmus tests of PCIe ordering and GPUDirect memory visibility");
+  c->add_option("paths", a.paths, "Litmus files, or folders of them (*.yaml)");
+  c->add_option("--runs", a.runs,
+                "Runs per test (exhaustive when the choices fit, else random); default: the "
+                "test's own `runs`, else 200");
+  c->add_option("--seed", a.seed, "Seed of the random runs (default 1)");
+  c->add_option("--junit", a.junit, "Write JUnit XML to this file");
+  c->add_option("--mutate", a.mutate, "Turn this ordering rule off (see --list-rules)");
+  c->add_option("--choices", a.choices, "Replay one run: the choices an outcome printed");
+  c->add_flag("--fail-fast", a.fail_fast, "Stop at the first test that fails");
+  c->add_flag("--list-rules", a.list_rules, "List the ordering rules --mutate accepts");
+}
+
+namespace {
+
+std::vector<std::string> expand(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    if (fs::is_directory(p)) {
+      std::vector<std::string> here;
+      for (const auto& e : fs::directory_iterator(p))
+        if (e.is_regular_file() && e.path().extension() == ".yaml") here.push_back(e.path());
+      std::sort(here.begin(), here.end());
+      files.insert(files.end(), here.begin(), here.end());
+    } else if (fs::exists(p)) {
+      files.push_back(p);
+    } else {
+      throw config::error({p, 0, 0}, "", "no such litmus file or folder");
+    }
+  }
+  return files;
+}
+
+std::string report(const litmus::litmus_spec& t, const litmus::test_result& r) {
+  std::string s;
+  if (!t.spec.empty()) s += fmt::format("  rule: {}\n", t.spec);
+  s += fmt::format("  {} ({}): {} runs{}, up to {} choices per run\n", litmus::to_string(t.expect),
+                   t.cond.text(), r.runs, r.exhaustive ? " (every order)" : "", r.max_decisions);
+  for (const auto& o : r.outcomes)
+    s += fmt::format("  {} {:>7}  {:<40} choices {}\n", o.matches ? "*" : " ", o.count, o.key,
+                     o.witness);
+  if (!r.error.empty()) s += "  error: " + r.error + "\n";
+  return s;
+}
+
+std::string failure(const litmus::litmus_spec& t, const litmus::test_result& r) {
+  if (!r.error.empty()) return r.error;
+  if (r.passed) return "";
+  switch (t.expect) {
+    case litmus::expectation::forbidden:
+      return fmt::format("forbidden outcome observed in {} of {} runs", r.matching, r.runs);
+    case litmus::expectation::allowed:
+      return fmt::format("allowed outcome never observed in {} runs", r.runs);
+    case litmus::expectation::required:
+      break;
+  }
+  return fmt::format("required outcome missing in {} of {} runs", r.runs - r.matching, r.runs);
+}
+
+}  // namespace
+
+int litmus_command(const litmus_args& a) {
+  if (a.list_rules) {
+    for (const auto& r : pcie::ordering_rule_catalogue())
+      std::cout << fmt::format("{:<18} {}\n", r.name, r.text);
+    return 0;
+  }
+  if (a.paths.empty()) throw config::error({}, "paths", "name at least one litmus file or folder");
+  if (!a.mutate.empty()) {
+    auto rule = pcie::ordering_rule_by_name(a.mutate);
+    if (!rule) {
+      std::string names;
+      for (const auto& r : pcie::ordering_rule_catalogue())
+        names += std::string(names.empty() ? "" : ", ") + r.name;
+      throw config::error({"--mutate " + a.mutate, 0, 0}, "",
+                          "no ordering rule named '" + a.mutate + "' (one of: " + names + ")");
+    }
+    pcie::active_ordering_rules().disable(*rule);
+  }
+  litmus::explore_options opt;
+  opt.runs = a.runs;
+  opt.seed = a.seed;
+  const auto files = expand(a.paths);
+  if (!a.choices.empty()) {
+    if (files.size() != 1)
+      throw config::error({"--choices", 0, 0}, "", "replays one run of one test: name one file");
+    try {
+      opt.choices = litmus::parse_choices(a.choices);
+    } catch (const std::invalid_argument& e) {
+      throw config::error({"--choices " + a.choices, 0, 0}, "", e.what());
+    }
+  }
+  // Every file is read and checked before any runs, so a typo fails fast.
+  std::vector<litmus::litmus_spec> tests;
+  std::vector<topo::topology> topologies;
+  for (const auto& f : files) {
+    tests.push_back(litmus::load_litmus(f));
+    topo::load_options lo;
+    lo.platform_dirs = platform_dirs();
+    lo.overrides = tests.back().topology_sets;
+    topologies.push_back(topo::load_topology(tests.back().topology, lo));
+    litmus::check_litmus(tests.back(), topologies.back());
+  }
+  std::vector<litmus::junit_case> cases;
+  size_t failed = 0;
+  uint64_t runs = 0;
+  double wall = 0;
+  for (size_t i = 0; i < tests.size(); ++i) {
+    const auto& t = tests[i];
+    std::cout << fmt::format("{}  ({})\n", t.name, t.file) << std::flush;
+    litmus::test_result r = litmus::explore(t, topologies[i], opt);
+    std::string text = report(t, r), why = failure(t, r);
+    std::cout << text << (why.empty() ? "  ok\n\n" : "  FAILED: " + why + "\n\n") << std::flush;
+    failed += !why.empty();
+    runs += r.runs;
+    wall += r.wall_seconds;
+    cases.push_back({t.name, t.file, r, text, why});
+    if (a.fail_fast && !why.empty()) break;
+  }
+  std::cout << fmt::format("litmus: {} tests, {} passed, {} failed ({} runs, {:.1f} s){}\n",
+                           cases.size(), cases.size() - failed, failed, runs, wall,
+                           a.mutate.empty() ? "" : ", rule " + a.mutate + " turned off");
+  if (!a.junit.empty()) {
+    std::string suite = "p2psim litmus";
+    if (!a.mutate.empty()) suite += " --mutate " + a.mutate;
+    litmus::write_junit(a.junit, suite, cases);
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace p2psim::cli
