@@ -1,0 +1,85 @@
+#include "sim/litmus/litmus_run.h"
+
+#include "models/driver/nvidia/nvidia_driver.h"
+#include "sim/config/error.h"
+
+namespace p2psim::litmus {
+
+// What a litmus file asks of its topology: memories that exist and hold the locations, agents
+// on devices of the right kind, accesses each kind of agent can make.
+void check_litmus(const litmus_spec& t, const topo::topology& topo) {
+  auto is_gpu = [&](const std::string& n) {
+    auto* d = topo.find_device(n);
+    return d && d->type == topo::device_type::gpu;
+  };
+  auto is_engine = [&](const std::string& n) {
+    auto* d = topo.find_device(n);
+    return d && d->type == topo::device_type::dma_engine;
+  };
+  for (const auto& s : topo.sockets)
+    if (s.iommu.mode == topo::iommu_mode::translating)
+      throw config::error(t.loc, "topology",
+                          "socket " + s.name +
+                              " has a translating IOMMU: litmus tests run "
+                              "with the IOMMU off or in pass-through");
+  for (const auto& l : t.locations) {
+    auto fail = [&](const std::string& m) { throw config::error(l.loc, "memory", m); };
+    if (is_gpu(l.memory)) {
+      if (l.offset + l.size > nv::gpu_page_bytes)
+        fail("a GPU location lies within one 64KiB GPU page (offset + size <= 64KiB)");
+    } else if (is_engine(l.memory)) {
+      if (l.offset + l.size > topo.find_device(l.memory)->bar2_bytes)
+        fail(l.memory + " has " + std::to_string(topo.find_device(l.memory)->bar2_bytes) +
+             " bytes of BAR2 memory: the location does not fit");
+    } else if (const auto* s = topo.find_socket(l.memory)) {
+      if (l.offset + l.size > s->memory_bytes) fail("beyond " + l.memory + "'s memory");
+    } else {
+      fail("'" + l.memory + "' is not a GPU, DMA engine or socket of the topology");
+    }
+  }
+  for (size_t i = 0; i < t.locations.size(); ++i)
+    for (size_t j = 0; j < i; ++j) {
+      const auto &a = t.locations[i], &b = t.locations[j];
+      if (a.memory == b.memory && !is_gpu(a.memory) && a.offset < b.offset + b.size &&
+          b.offset < a.offset + a.size)
+        throw config::error(a.loc, "offset", "overlaps location " + b.name);
+    }
+  for (const auto& a : t.agents) {
+    auto fail = [&](const std::string& key, const std::string& m) {
+      throw config::error(a.loc, key, m);
+    };
+    switch (a.kind) {
+      case agent_kind::dma:
+        if (!is_gpu(a.device) && !is_engine(a.device))
+          fail("device", "a dma agent is a DMA engine or a GPU (its copy engine)");
+        break;
+      case agent_kind::kernel:
+        if (!is_gpu(a.device)) fail("device", "a kernel agent runs on a GPU");
+        break;
+      case agent_kind::cpu:
+        if (!topo.find_socket(a.device)) fail("device", "a cpu agent runs on a socket");
+        if (!a.context.empty() && !is_gpu(a.context))
+          fail("context", "the context's device is a GPU");
+        break;
+    }
+    for (const auto& o : a.program) {
+      if (o.location.empty()) continue;
+      const location_spec& l = *t.find_location(o.location);
+      auto bad = [&](const std::string& m) { throw config::error(o.loc, "program", m); };
+      if (a.kind == agent_kind::kernel && !is_gpu(l.memory))
+        bad("a kernel agent reads and writes GPU memory only (" + l.name + " is in " + l.memory +
+            ")");
+      if (a.kind == agent_kind::cpu && o.kind != op_kind::copy && !topo.find_socket(l.memory))
+        bad("a cpu agent loads and stores host memory only (" + l.name + " is in " + l.memory +
+            ")");
+      if (o.kind == op_kind::copy && (!is_gpu(l.memory) || !is_gpu(t.find_location(o.to)->memory)))
+        bad("copy is cuMemcpyDtoD: both locations in GPU memory");
+      if (a.kind == agent_kind::dma && l.memory == a.device &&
+          (o.relaxed_ordering || o.id_based_ordering))
+        bad("relaxed_ordering / id_based_ordering are attributes of PCIe requests; " + l.name +
+            " is the agent's own memory");
+    }
+  }
+}
+
+}  // namespace p2psim::litmus
