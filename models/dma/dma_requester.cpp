@@ -1,6 +1,7 @@
 #include "models/dma/dma_requester.h"
 
 #include <span>
+#include <stdexcept>
 
 #include "models/link/tlp_txn.h"
 
@@ -18,6 +19,16 @@ dma_requester::dma_requester(link::pcie_port& port, memory::backing_store& local
     : m_port(port), m_local(local), m_params(p), m_log(log), m_tags(p.tags), m_reads(p.tags) {}
 
 void dma_requester::submit(dma_job job) {
+  if (job.atomic) {
+    const bool cas = *job.atomic == pcie::tlp_type::cas;
+    const uint64_t n = job.segments.size() == 1 ? job.segments[0].length : 0;
+    const bool sized = cas ? (n == 8 || n == 16) : (n == 4 || n == 8);
+    // The target address is aligned to the operand's size (CAS: one operand of the two).
+    if (!pcie::is_atomic(*job.atomic) || !sized ||
+        job.segments[0].bus_address % pcie::atomic_result_bytes(*job.atomic, uint32_t(n)))
+      throw std::invalid_argument(
+          "an AtomicOp is one naturally aligned operand of 4 or 8 bytes (CAS: two)");
+  }
   active_job a;
   a.job = std::move(job);
   a.segment = 0;
@@ -56,7 +67,8 @@ bool dma_requester::waits_for_earlier(const active_job& j) const {
 
 bool dma_requester::issue_one(active_job& j) {
   if (waits_for_earlier(j)) return false;
-  if (!j.job.write && m_tags.empty()) {
+  const bool posted = j.job.write && !j.job.atomic;
+  if (!posted && m_tags.empty()) {
     ++m_stats.tag_stalls;
     return false;
   }
@@ -70,7 +82,7 @@ bool dma_requester::issue_one(active_job& j) {
   h.length = c.length;
   h.requester_id = m_params.bdf;
   h.attrs = j.job.attrs;
-  if (j.job.write) {
+  if (posted) {
     h.type = pcie::tlp_type::mwr;
     link::tlp_txn& t = link::tlp_pool::instance().make(h, j.job.stream);
     m_local.read(local, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
@@ -78,12 +90,15 @@ bool dma_requester::issue_one(active_job& j) {
     ++m_unsent[0];
     m_port.send(t);
   } else {
-    h.type = pcie::tlp_type::mrd;
+    h.type = j.job.atomic.value_or(pcie::tlp_type::mrd);
     h.tag = m_tags.acquire();
     m_stats.max_tags_in_use = std::max(m_stats.max_tags_in_use, m_tags.in_use());
-    m_reads[h.tag] = {j.job.stream, c.address, local, c.length};
+    // An AtomicOp's completion brings back the old value, at the address of the request.
+    const uint32_t expected = j.job.atomic ? pcie::atomic_result_bytes(h.type, c.length) : c.length;
+    m_reads[h.tag] = {j.job.stream, c.address, local, expected};
     link::tlp_txn& t = link::tlp_pool::instance().make(h, j.job.stream);
-    ++m_stats.reads;
+    if (j.job.atomic) m_local.read(local, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
+    ++(j.job.atomic ? m_stats.atomics : m_stats.reads);
     ++m_unsent[1];
     m_port.send(t);
   }
@@ -102,7 +117,8 @@ void dma_requester::issue() {
       blocked = 0;
       continue;
     }
-    if (m_unsent[j.job.write ? 0 : 1] < issue_window && issue_one(j)) {
+    const int queue = j.job.write && !j.job.atomic ? 0 : 1;  // posted or non-posted
+    if (m_unsent[queue] < issue_window && issue_one(j)) {
       blocked = 0;
       if (j.split.done())
         m_active.pop_front();

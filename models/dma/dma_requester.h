@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <optional>
 #include <vector>
 
 #include "models/link/pcie_port.h"
@@ -26,6 +27,10 @@ struct dma_segment {
 
 struct dma_job {
   bool write = true;  // true: local -> bus (MWr); false: bus -> local (MRd)
+  // An AtomicOp (FetchAdd, Swap, CAS) instead: one segment of 4 or 8 bytes (CAS: 8 or 16),
+  // naturally aligned; the operand is read from local_offset and the old value returned
+  // there. `write` is ignored.
+  std::optional<pcie::tlp_type> atomic;
   std::vector<dma_segment> segments;
   pcie::tlp_attrs attrs;
   uint32_t stream = 0;  // stream_log id
@@ -43,7 +48,7 @@ struct requester_params {
 };
 
 struct requester_stats {
-  uint64_t writes = 0, reads = 0, completions = 0, error_completions = 0;
+  uint64_t writes = 0, reads = 0, atomics = 0, completions = 0, error_completions = 0;
   uint64_t tag_stalls = 0;  // a read waited for a free tag
   uint32_t max_tags_in_use = 0;
 };

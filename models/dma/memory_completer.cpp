@@ -7,7 +7,9 @@ namespace p2psim::dma {
 
 sc_core::sc_time memory_completer::write(tlm::tlm_generic_payload& gp, uint64_t offset) {
   const auto& h = link::hdr(gp);
-  m_store.write(offset, std::span<const uint8_t>(link::txn(gp).bytes));
+  std::span<const uint8_t> data(link::txn(gp).bytes);
+  if (m_on_store) m_on_store(offset, data);
+  m_store.write(offset, data);
   uint64_t now = link::now_ps();
   uint64_t done = m_path.serve(now, h.length);
   m_log.landed(link::meta(gp).stream, h.length, done);
@@ -27,6 +29,37 @@ void memory_completer::read(link::pcie_port& port, tlm::tlm_generic_payload& gp,
   send_completions(
       port, h, link::meta(gp).stream, m_id, m_timing.cpl_bytes, m_timing.rcb, when,
       [&](uint64_t addr, std::span<uint8_t> out) { m_store.read(offset + (addr - base), out); });
+}
+
+void memory_completer::atomic(link::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
+                              const sc_core::sc_time& extra) {
+  const auto& h = link::hdr(gp);
+  const uint32_t size = pcie::atomic_result_bytes(h.type, h.length);
+  std::vector<uint8_t> old(size);
+  m_store.read(offset, old);
+  std::vector<uint8_t> now_value = pcie::atomic_result(h.type, old, link::txn(gp).bytes);
+  if (m_on_store) m_on_store(offset, now_value);
+  m_store.write(offset, now_value);
+  uint64_t now = link::now_ps();
+  uint64_t latency = uint64_t(m_timing.latency_ns * 1000 + 0.5);
+  uint64_t done = m_path.serve(now + latency, size);
+  pcie::tlp_header answer = h;  // one CplD with the old value
+  answer.length = size;
+  // The requester logs the returned value as it lands, as for a read.
+  send_completions(
+      port, answer, link::meta(gp).stream, m_id, size, size, link::ps(done - now) + extra,
+      [&](uint64_t, std::span<uint8_t> out) { std::copy(old.begin(), old.end(), out.begin()); });
+}
+
+sc_core::sc_time memory_completer::serve(link::pcie_port& port, tlm::tlm_generic_payload& gp,
+                                         uint64_t offset, const sc_core::sc_time& extra) {
+  const auto t = link::hdr(gp).type;
+  if (t == pcie::tlp_type::mwr) return write(gp, offset);
+  if (pcie::is_atomic(t))
+    atomic(port, gp, offset, extra);
+  else
+    read(port, gp, offset, extra);
+  return sc_core::SC_ZERO_TIME;
 }
 
 }  // namespace p2psim::dma

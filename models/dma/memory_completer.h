@@ -1,17 +1,22 @@
 // Answers memory requests that hit a backing store: posted writes are stored and their
 // buffer freed when the store's data path has absorbed them; reads are answered with
-// completions after the access latency. Used by host memory, GPU VRAM behind BAR1 and a DMA
-// device's on-board memory.
+// completions after the access latency; AtomicOps change the target at once (nothing comes
+// between their read and their write) and answer with the old value. Used by host memory, GPU VRAM
+// behind BAR1 and a DMA device's on-board memory.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <systemc>
 #include <tlm>
+#include <vector>
 
 #include "models/link/pcie_port.h"
 #include "models/link/stream_log.h"
 #include "models/memory/backing_store.h"
 #include "models/memory/throughput.h"
+#include "models/pcie/atomic_op.h"
 
 namespace p2psim::dma {
 
@@ -34,7 +39,18 @@ class memory_completer {
   // Sends the completions for MRd `gp` reading from `offset` through `port`, `extra` later.
   void read(link::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
             const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
+  // Performs AtomicOp `gp` on the store at `offset` and sends its CplD, `extra` later.
+  void atomic(link::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
+              const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
+  // Any request: stores, answers or both. Returns when the caller may free the TLP's buffer
+  // (after a write: when the data path has absorbed it), as a delay from now.
+  sc_core::sc_time serve(link::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
+                         const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
   void set_completer_id(uint16_t id) { m_id = id; }
+  // Called with the new bytes before a write or an AtomicOp changes the store (the GPU keeps
+  // what its kernels may still see).
+  using store_hook = std::function<void(uint64_t offset, std::span<const uint8_t> data)>;
+  void on_store(store_hook hook) { m_on_store = std::move(hook); }
 
  private:
   memory::backing_store& m_store;
@@ -42,6 +58,7 @@ class memory_completer {
   memory::throughput m_path;
   uint16_t m_id;
   link::stream_log& m_log;
+  store_hook m_on_store;
 };
 
 }  // namespace p2psim::dma

@@ -42,13 +42,13 @@ void dma_engine::start_due() {
 
 void dma_engine::receive(int, tlm::tlm_generic_payload& gp) {
   const auto& h = link::hdr(gp);
-  if (h.type == pcie::tlp_type::cpl || h.type == pcie::tlp_type::cpld) {
+  if (pcie::is_completion(h.type)) {
     m_req.completion(gp);
     port.release(gp);
     gp.release();
     return;
   }
-  const bool write = h.type == pcie::tlp_type::mwr;
+  const bool write = h.type == pcie::tlp_type::mwr || pcie::is_atomic(h.type);
   dma::memory_completer* target = nullptr;
   uint64_t off = 0;
   if (m_params.bar2.contains(h.address)) {
@@ -62,26 +62,21 @@ void dma_engine::receive(int, tlm::tlm_generic_payload& gp) {
   }
   if (!target) {
     ++m_stats.unsupported;
-    if (!write)
+    if (pcie::is_non_posted(h.type))
       dma::send_error_completion(port, h, link::meta(gp).stream, m_params.bdf, pcie::cpl_status::ur,
                                  SC_ZERO_TIME);
     else
       m_log.failed(link::meta(gp).stream, h.length, link::now_ps());
     port.release(gp);
-  } else if (write) {
-    port.release(gp, target->write(gp, off));
   } else {
-    target->read(port, gp, off);
-    port.release(gp);
+    port.release(gp, target->serve(port, gp, off));
   }
   gp.release();
 }
 
 void dma_engine::sent(int, tlm::tlm_generic_payload& gp) {
   const auto& h = link::hdr(gp);
-  if ((h.type == pcie::tlp_type::mwr || h.type == pcie::tlp_type::mrd) &&
-      h.requester_id == m_params.bdf)
-    m_req.sent(gp);
+  if (!pcie::is_completion(h.type) && h.requester_id == m_params.bdf) m_req.sent(gp);
 }
 
 }  // namespace p2psim::dma_engine

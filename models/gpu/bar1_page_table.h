@@ -7,7 +7,8 @@
 
 #include <cstdint>
 #include <optional>
-#include <vector>
+
+#include "models/memory/zeroed_array.h"
 
 namespace p2psim::gpu {
 
@@ -17,9 +18,9 @@ class bar1_page_table {
  public:
   bar1_page_table(uint64_t bar1_bytes, uint64_t reserved_bytes);
 
-  uint64_t size() const { return m_pages.size() * bar1_page_bytes; }
+  uint64_t size() const { return m_count * bar1_page_bytes; }
   uint64_t reserved() const { return m_reserved_pages * bar1_page_bytes; }
-  uint64_t pages() const { return m_pages.size(); }
+  uint64_t pages() const { return m_count; }
   uint64_t mapped_pages() const { return m_mapped; }
   uint64_t free_pages() const { return pages() - m_reserved_pages - m_mapped; }
 
@@ -31,13 +32,16 @@ class bar1_page_table {
   // VRAM offset of a BAR1 offset, or nullopt if that page is not mapped.
   std::optional<uint64_t> translate(uint64_t bar1_offset) const {
     uint64_t page = bar1_offset / bar1_page_bytes;
-    if (page >= m_pages.size() || m_pages[page] == unmapped) return std::nullopt;
-    return m_pages[page] + bar1_offset % bar1_page_bytes;
+    if (page >= m_count || m_pages[page] == unmapped) return std::nullopt;
+    return (m_pages[page] - 1) * bar1_page_bytes + bar1_offset % bar1_page_bytes;
   }
 
  private:
-  static constexpr uint64_t unmapped = ~0ull;
-  std::vector<uint64_t> m_pages;  // VRAM offset of each page, or `unmapped`
+  // Each page holds 1 + the VRAM page it maps, or 0: a 32 GiB aperture's table starts as
+  // untouched zero pages.
+  static constexpr uint64_t unmapped = 0;
+  uint64_t m_count;
+  memory::zeroed_array<uint64_t> m_pages;
   uint64_t m_reserved_pages;
   uint64_t m_mapped = 0;
 };

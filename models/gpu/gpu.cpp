@@ -26,11 +26,17 @@ gpu::gpu(sc_module_name name, const gpu_params& p, link::stream_log& log)
       m_bar1(p.bar1.size, p.bar1_reserved),
       m_vram_port(m_vram, p.vram, p.bdf, log),
       m_reg_port(m_regs, register_timing(p.vram), p.bdf, log),
-      m_copy(port, m_vram, p.copy, log) {}
+      m_copy(port, m_vram, p.copy, log) {
+  // Before a BAR1 write or AtomicOp changes VRAM, the visibility model keeps what kernels
+  // may still see.
+  m_vram_port.on_store([this](uint64_t offset, std::span<const uint8_t> data) {
+    m_visibility.landing(offset, data);
+  });
+}
 
 void gpu::receive(int, tlm::tlm_generic_payload& gp) {
   const auto& h = link::hdr(gp);
-  if (h.type == pcie::tlp_type::cpl || h.type == pcie::tlp_type::cpld) {
+  if (pcie::is_completion(h.type)) {
     m_copy.completion(gp);
     port.release(gp);
     gp.release();
@@ -41,7 +47,7 @@ void gpu::receive(int, tlm::tlm_generic_payload& gp) {
 
 void gpu::refuse(tlm::tlm_generic_payload& gp, pcie::cpl_status status) {
   const auto& h = link::hdr(gp);
-  if (h.type == pcie::tlp_type::mrd)
+  if (pcie::is_non_posted(h.type))
     dma::send_error_completion(port, h, link::meta(gp).stream, m_params.bdf, status, SC_ZERO_TIME);
   else
     m_log.failed(link::meta(gp).stream, h.length, link::now_ps());
@@ -51,7 +57,7 @@ void gpu::refuse(tlm::tlm_generic_payload& gp, pcie::cpl_status status) {
 
 void gpu::request(tlm::tlm_generic_payload& gp) {
   const auto& h = link::hdr(gp);
-  const bool write = h.type == pcie::tlp_type::mwr;
+  const bool write = h.type == pcie::tlp_type::mwr || pcie::is_atomic(h.type);
   if (m_params.bar1.contains(h.address)) {
     // A TLP never crosses a 4 KiB boundary, so it lies within one 64 KiB BAR1 page.
     auto vram = m_bar1.translate(h.address - m_params.bar1.base);
@@ -60,28 +66,15 @@ void gpu::request(tlm::tlm_generic_payload& gp) {
       refuse(gp, pcie::cpl_status::ca);
       return;
     }
-    if (write) {
-      ++m_stats.bar1_writes;
-      // Before the store: the model keeps what kernels may still see instead.
-      m_visibility.landing(*vram, link::txn(gp).bytes);
-      port.release(gp, m_vram_port.write(gp, *vram));
-    } else {
-      ++m_stats.bar1_reads;
-      m_vram_port.read(port, gp, *vram);
-      port.release(gp);
-    }
+    ++(write ? m_stats.bar1_writes : m_stats.bar1_reads);
+    port.release(gp, m_vram_port.serve(port, gp, *vram));
     gp.release();
     return;
   }
   if (m_params.bar0.contains(h.address)) {
     ++m_stats.bar0_accesses;
     uint64_t off = h.address - m_params.bar0.base;
-    if (write)
-      port.release(gp, m_reg_port.write(gp, off));
-    else {
-      m_reg_port.read(port, gp, off);
-      port.release(gp);
-    }
+    port.release(gp, m_reg_port.serve(port, gp, off));
     gp.release();
     return;
   }
@@ -91,9 +84,7 @@ void gpu::request(tlm::tlm_generic_payload& gp) {
 
 void gpu::sent(int, tlm::tlm_generic_payload& gp) {
   const auto& h = link::hdr(gp);
-  if ((h.type == pcie::tlp_type::mwr || h.type == pcie::tlp_type::mrd) &&
-      h.requester_id == m_params.bdf)
-    m_copy.sent(gp);
+  if (!pcie::is_completion(h.type) && h.requester_id == m_params.bdf) m_copy.sent(gp);
 }
 
 }  // namespace p2psim::gpu

@@ -1,6 +1,7 @@
 #include "models/memory/backing_store.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -8,7 +9,17 @@
 namespace p2psim::memory {
 
 backing_store::backing_store(uint64_t capacity)
-    : m_capacity(capacity), m_chunks((capacity + chunk_bytes - 1) / chunk_bytes) {}
+    : m_capacity(capacity),
+      m_chunks(make_zeroed<uint8_t*>((capacity + chunk_bytes - 1) / chunk_bytes)) {}
+
+backing_store::~backing_store() {
+  // Stops at the last chunk written: the rest of the index was never touched.
+  for (uint64_t i = 0, left = m_allocated; left; ++i)
+    if (m_chunks[i]) {
+      std::free(m_chunks[i]);
+      --left;
+    }
+}
 
 void backing_store::check(uint64_t offset, uint64_t length) const {
   if (offset > m_capacity || length > m_capacity - offset)
@@ -18,12 +29,12 @@ void backing_store::check(uint64_t offset, uint64_t length) const {
 }
 
 uint8_t* backing_store::chunk_for_write(uint64_t index) {
-  auto& c = m_chunks[index];
+  uint8_t*& c = m_chunks[index];
   if (!c) {
-    c = std::make_unique<uint8_t[]>(chunk_bytes);  // value-initialized: zeros
+    c = make_zeroed<uint8_t>(chunk_bytes).release();
     ++m_allocated;
   }
-  return c.get();
+  return c;
 }
 
 // Visits [offset, offset + length) chunk by chunk: f(chunk index, offset in chunk, bytes
@@ -48,9 +59,8 @@ void backing_store::write(uint64_t offset, std::span<const uint8_t> data) {
 
 void backing_store::read(uint64_t offset, std::span<uint8_t> out) const {
   for_each_piece(offset, out.size(), [&](uint64_t chunk, uint64_t at, uint64_t done, uint64_t n) {
-    const auto& c = m_chunks[chunk];
-    if (c)
-      std::memcpy(out.data() + done, c.get() + at, n);
+    if (const uint8_t* c = m_chunks[chunk])
+      std::memcpy(out.data() + done, c + at, n);
     else
       std::memset(out.data() + done, 0, n);  // never written: zeros
   });

@@ -6,7 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <vector>
+
+#include "models/memory/zeroed_array.h"
 
 namespace p2psim::memory {
 
@@ -15,6 +16,9 @@ class backing_store {
   static constexpr uint64_t chunk_bytes = 1 << 20;
 
   explicit backing_store(uint64_t capacity);
+  ~backing_store();
+  backing_store(const backing_store&) = delete;
+  backing_store& operator=(const backing_store&) = delete;
   uint64_t capacity() const { return m_capacity; }
   // Offsets are relative to the store; out-of-range access throws std::out_of_range.
   void write(uint64_t offset, std::span<const uint8_t> data);
@@ -30,7 +34,7 @@ class backing_store {
 
   uint64_t m_capacity;
   uint64_t m_allocated = 0;
-  std::vector<std::unique_ptr<uint8_t[]>> m_chunks;
+  zeroed_array<uint8_t*> m_chunks;  // each null until first written, then owned (calloc)
 };
 
 }  // namespace p2psim::memory

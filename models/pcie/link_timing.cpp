@@ -111,6 +111,9 @@ uint32_t header_bytes(tlp_type type, bool addr64) {
   switch (type) {
     case tlp_type::mwr:
     case tlp_type::mrd:
+    case tlp_type::fetch_add:
+    case tlp_type::swap:
+    case tlp_type::cas:
       return addr64 ? 16 : 12;
     case tlp_type::msg:
       return 16;
@@ -169,6 +172,12 @@ const char* to_string(tlp_type t) {
       return "CplD";
     case tlp_type::msg:
       return "Msg";
+    case tlp_type::fetch_add:
+      return "FetchAdd";
+    case tlp_type::swap:
+      return "Swap";
+    case tlp_type::cas:
+      return "CAS";
   }
   return "?";
 }

@@ -9,6 +9,10 @@ order_class order_class_of(tlp_type t) {
       return order_class::posted;
     case tlp_type::mrd:
       return order_class::read_request;
+    case tlp_type::fetch_add:
+    case tlp_type::swap:
+    case tlp_type::cas:
+      return order_class::nonposted_write;
     default:
       return order_class::completion;
   }
@@ -39,10 +43,18 @@ const std::vector<rule_info>& ordering_rule_catalogue() {
       {order_rule::cpl_p_ro, "Cpl-P:RO", "a completion with RO may pass a posted request"},
       {order_rule::cpl_p_ido, "Cpl-P:IDO",
        "a completion with IDO may pass a posted request of another requester"},
+      {order_rule::npw_p, "NPW-P", "a non-posted write must not pass a posted request"},
+      {order_rule::npw_p_ro, "NPW-P:RO", "a non-posted write with RO may pass a posted request"},
+      {order_rule::npw_p_ido, "NPW-P:IDO",
+       "a non-posted write with IDO may pass a posted request of another requester"},
       {order_rule::p_npr, "P-NPR",
        "a posted request must be able to pass a read request (deadlock avoidance)"},
+      {order_rule::p_npw, "P-NPW",
+       "a posted request must be able to pass a non-posted write (deadlock avoidance)"},
       {order_rule::cpl_npr, "Cpl-NPR",
        "a completion must be able to pass a read request (deadlock avoidance)"},
+      {order_rule::cpl_npw, "Cpl-NPW",
+       "a completion must be able to pass a non-posted write (deadlock avoidance)"},
       {order_rule::cpl_cpl_same_txn, "Cpl-Cpl:same-txn",
        "completions of one request stay in address order"},
   };
@@ -80,8 +92,10 @@ passing ordering_rules::may_pass(const tlp_header& later, const tlp_header& earl
         if ((ro && on(order_rule::p_p_ro)) || (ido && on(order_rule::p_p_ido)))
           return passing::either;
         return no_unless(order_rule::p_p);
-      case order_class::nonposted_write:  // NPW-P: no NPW TLPs are modelled
-        return ro || ido ? passing::either : passing::no;
+      case order_class::nonposted_write:  // a: No; b: RO, or IDO with another requester
+        if ((ro && on(order_rule::npw_p_ro)) || (ido && on(order_rule::npw_p_ido)))
+          return passing::either;
+        return no_unless(order_rule::npw_p);
       case order_class::completion:
         if ((ro && on(order_rule::cpl_p_ro)) || (ido && on(order_rule::cpl_p_ido)))
           return passing::either;
@@ -96,7 +110,7 @@ passing ordering_rules::may_pass(const tlp_header& later, const tlp_header& earl
       if (col == order_class::completion) return passing::either;
       if (col == order_class::read_request)
         return on(order_rule::p_npr) ? passing::yes : passing::no;
-      return passing::yes;
+      return on(order_rule::p_npw) ? passing::yes : passing::no;
     case order_class::read_request:
     case order_class::nonposted_write:
       return passing::either;
@@ -108,7 +122,7 @@ passing ordering_rules::may_pass(const tlp_header& later, const tlp_header& earl
       }
       if (col == order_class::read_request)
         return on(order_rule::cpl_npr) ? passing::yes : passing::no;
-      return passing::yes;  // Cpl passes NPW
+      return on(order_rule::cpl_npw) ? passing::yes : passing::no;
   }
   return passing::either;
 }

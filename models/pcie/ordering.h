@@ -33,8 +33,13 @@ enum class order_rule : uint8_t {
   cpl_p,             // "Cpl-P": a completion must not pass a posted request
   cpl_p_ro,          // "Cpl-P:RO"
   cpl_p_ido,         // "Cpl-P:IDO"
+  npw_p,             // "NPW-P": a non-posted write (AtomicOp) must not pass a posted request
+  npw_p_ro,          // "NPW-P:RO"
+  npw_p_ido,         // "NPW-P:IDO"
   p_npr,             // "P-NPR": a posted request must be able to pass a read request
+  p_npw,             // "P-NPW": ... and a non-posted write
   cpl_npr,           // "Cpl-NPR": a completion must be able to pass a read request
+  cpl_npw,           // "Cpl-NPW": ... and a non-posted write
   cpl_cpl_same_txn,  // "Cpl-Cpl:same-txn": completions of one request stay in address order
   count
 };

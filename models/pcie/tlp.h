@@ -13,6 +13,11 @@ enum class tlp_type : uint8_t {
   cpl,   // completion without data (e.g. an Unsupported Request answer)
   cpld,  // completion with data
   msg,   // message (posted)
+  // AtomicOps (PCIe Base Spec 6.15): non-posted requests with data, answered by a CplD with
+  // the target's old value. The operand is 4 or 8 bytes (CAS: compare then swap, 8 or 16).
+  fetch_add,
+  swap,
+  cas,
 };
 
 // Flow-control class of a TLP: which credit pool it draws from (PCIe Base Spec 2.6.1).
@@ -27,13 +32,31 @@ inline fc_class fc_class_of(tlp_type t) {
     case tlp_type::msg:
       return fc_class::posted;
     case tlp_type::mrd:
+    case tlp_type::fetch_add:
+    case tlp_type::swap:
+    case tlp_type::cas:
       return fc_class::non_posted;
     default:
       return fc_class::completion;
   }
 }
+inline bool is_atomic(tlp_type t) {
+  return t == tlp_type::fetch_add || t == tlp_type::swap || t == tlp_type::cas;
+}
+inline bool is_completion(tlp_type t) {
+  return t == tlp_type::cpl || t == tlp_type::cpld;
+}
+// A request the completer answers (a read or an AtomicOp): refusing it means a UR or CA
+// completion, not a silent drop.
+inline bool is_non_posted(tlp_type t) {
+  return fc_class_of(t) == fc_class::non_posted;
+}
 inline bool has_data(tlp_type t) {
-  return t == tlp_type::mwr || t == tlp_type::cpld;
+  return t == tlp_type::mwr || t == tlp_type::cpld || is_atomic(t);
+}
+// Bytes of data an AtomicOp's completion returns: the operand size (CAS carries two).
+inline uint32_t atomic_result_bytes(tlp_type t, uint32_t length) {
+  return t == tlp_type::cas ? length / 2 : length;
 }
 const char* to_string(tlp_type t);
 const char* to_string(cpl_status s);
@@ -48,7 +71,7 @@ struct tlp_attrs {
 struct tlp_header {
   tlp_type type = tlp_type::mwr;
   uint64_t address = 0;       // requests: first byte addressed
-  uint32_t length = 0;        // bytes of payload (MWr, CplD) or requested (MRd)
+  uint32_t length = 0;        // bytes of payload (MWr, CplD, AtomicOp) or requested (MRd)
   uint16_t requester_id = 0;  // bus:dev.fn of the requester (completions: of the original)
   uint16_t completer_id = 0;  // completions
   uint16_t tag = 0;           // up to 10 bits

@@ -33,10 +33,11 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
   uint64_t ready = std::max(now, pq.busy_until_ps);
   bool blocked = false;
   auto& h = link::hdr(gp);
-  const bool request = h.type == pcie::tlp_type::mwr || h.type == pcie::tlp_type::mrd;
+  const bool request = !pcie::is_completion(h.type) && h.type != pcie::tlp_type::msg;
   if (auto* d = request ? domain(h.requester_id) : nullptr) {
     // A request never crosses 4 KiB and I/O pages are at least that big: one translation.
-    auto t = d->translate(h.address, h.type == pcie::tlp_type::mwr);
+    // An AtomicOp writes, so it needs write permission.
+    auto t = d->translate(h.address, h.type != pcie::tlp_type::mrd);
     if (!t.iotlb_hit) {
       const uint64_t walk = uint64_t(d->params().miss_latency_ns * 1000 + 0.5);
       ready += walk;

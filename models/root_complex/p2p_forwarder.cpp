@@ -28,6 +28,13 @@ void p2p_forwarder::forward(tlm::tlm_generic_payload& gp, int in, int out) {
     forward_write(gp, in, out);
     return;
   }
+  if (pcie::is_atomic(h.type)) {
+    // Root ports here do not route AtomicOps to each other (AtomicOp Routing Supported is
+    // clear, as on most CPUs): the requester gets an Unsupported Request.
+    ++m_refused;
+    m_ports.refused(gp, in);
+    return;
+  }
   if (!m_params.read.routed) {
     ++m_refused;
     m_ports.refused(gp, in);

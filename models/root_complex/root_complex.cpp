@@ -65,18 +65,12 @@ void root_complex::dispatch(int in, tlm::tlm_generic_payload& gp, bool blocked) 
 
 void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
   const auto& h = link::hdr(gp);
-  const bool write = h.type == pcie::tlp_type::mwr;
+  const bool write = h.type == pcie::tlp_type::mwr || pcie::is_atomic(h.type);
   if (m_params.memory.contains(h.address)) {
     uint64_t off = h.address - m_params.memory.base;
-    if (write) {
-      ++m_stats.memory_writes;
-      // The buffer is free once the memory controller's data path has taken the data.
-      m_ports[in]->release(gp, m_memory_port.write(gp, off));
-    } else {
-      ++m_stats.memory_reads;
-      m_memory_port.read(*m_ports[in], gp, off, link::ps(m_latency_ps));
-      release(in, gp);
-    }
+    ++(write ? m_stats.memory_writes : m_stats.memory_reads);
+    // A write's buffer is free once the memory controller's data path has taken the data.
+    m_ports[in]->release(gp, m_memory_port.serve(*m_ports[in], gp, off, link::ps(m_latency_ps)));
     gp.release();
     return;
   }
@@ -135,7 +129,7 @@ void root_complex::completion(int in, tlm::tlm_generic_payload& gp) {
 
 void root_complex::refused(tlm::tlm_generic_payload& gp, int in) {
   const auto& h = link::hdr(gp);
-  if (h.type == pcie::tlp_type::mrd)
+  if (pcie::is_non_posted(h.type))
     dma::send_error_completion(*m_ports[in], h, link::meta(gp).stream, m_params.bdf,
                                pcie::cpl_status::ur, link::ps(m_latency_ps));
   else  // a posted request is dropped (and logged as an error); nothing goes back

@@ -47,11 +47,11 @@ void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
   int out = route(in, gp);
   const auto& h = link::hdr(gp);
   if (out < 0) {
-    if (h.type == pcie::tlp_type::cpl || h.type == pcie::tlp_type::cpld) {
+    if (pcie::is_completion(h.type)) {
       ++m_stats.unexpected_completions;
     } else {
       ++m_stats.unsupported;
-      if (h.type == pcie::tlp_type::mrd)
+      if (pcie::is_non_posted(h.type))
         dma::send_error_completion(*m_ports[in], h, link::meta(gp).stream, m_params.bdf,
                                    pcie::cpl_status::ur, SC_ZERO_TIME);
     }

@@ -252,7 +252,8 @@ class harness : public sc_module {
       const bool local = p && p->spec->memory == a.device;
       switch (o.kind) {
         case op_kind::write:
-        case op_kind::read: {
+        case op_kind::read:
+        case op_kind::atomic: {
           if (local) {
             if (o.kind == op_kind::write)
               p->store->write(p->offset, bytes_of(o.value, p->spec->size));
@@ -260,20 +261,36 @@ class harness : public sc_module {
               m_regs[o.reg] = value_of(load(*p));
             break;
           }
+          const uint64_t size = p->spec->size;
           dma::dma_job job;
           job.write = o.kind == op_kind::write;
           job.in_order = true;
           job.attrs.relaxed_ordering = o.relaxed_ordering;
           job.attrs.id_based_ordering = o.id_based_ordering;
-          const uint64_t size = p->spec->size;
-          job.segments.push_back({p->bus, size, scratch});
-          if (job.write) dev.local().write(scratch, bytes_of(o.value, size));
+          uint64_t local_at = scratch;  // write: the data; read: where it lands
+          if (!o.into.empty()) local_at = m_loc.at(o.into).offset;
+          if (o.kind == op_kind::atomic) {
+            std::vector<uint8_t> operand = bytes_of(o.value, size);
+            if (o.atomic == atomic_op::cas) {  // compare first, then the new value
+              operand = bytes_of(o.compare, size);
+              auto swap = bytes_of(o.value, size);
+              operand.insert(operand.end(), swap.begin(), swap.end());
+            }
+            job.atomic = o.atomic == atomic_op::fetch_add ? pcie::tlp_type::fetch_add
+                         : o.atomic == atomic_op::swap    ? pcie::tlp_type::swap
+                                                          : pcie::tlp_type::cas;
+            dev.local().write(scratch, operand);
+            job.segments.push_back({p->bus, operand.size(), scratch});
+          } else {
+            job.segments.push_back({p->bus, size, local_at});
+            if (job.write) dev.local().write(scratch, bytes_of(o.value, size));
+          }
           job.stream = log.open(size);
           log[job.stream].submit_ps = link::now_ps();
           outstanding.push_back({job.stream, job.write});
           all.push_back(job.stream);
-          if (!job.write) reads.push_back({o.reg, scratch, size, job.stream});
-          scratch += (size + 63) / 64 * 64;
+          if (!job.write && !o.reg.empty()) reads.push_back({o.reg, scratch, size, job.stream});
+          if (local_at == scratch) scratch += (2 * size + 63) / 64 * 64;
           dev.submit(std::move(job));
           break;
         }
@@ -379,7 +396,8 @@ class harness : public sc_module {
           break;
         }
         case op_kind::fence:
-          break;
+        case op_kind::atomic:
+          break;  // the loader allows these to DMA agents only
       }
     }
   }

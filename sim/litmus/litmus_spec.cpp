@@ -1,5 +1,6 @@
 #include "sim/litmus/litmus_spec.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -33,6 +34,10 @@ const char* to_string(expectation e) {
       break;
   }
   return "required";
+}
+
+const char* to_string(variant v) {
+  return v == variant::ro ? "RO" : "IDO";
 }
 
 const location_spec* litmus_spec::find_location(const std::string& n) const {
@@ -87,8 +92,8 @@ location_spec read_location(const config::node_reader& r, const std::string& nam
   return l;
 }
 
-constexpr const char* verbs[] = {"write",  "read", "await", "fence", "sleep",
-                                 "launch", "sync", "flush", "copy"};
+constexpr const char* verbs[] = {"write", "read",  "await", "fence",     "sleep", "launch",
+                                 "sync",  "flush", "copy",  "fetch_add", "swap",  "cas"};
 
 op_spec read_op(const config::node_reader& r) {
   op_spec o;
@@ -100,8 +105,11 @@ op_spec read_op(const config::node_reader& r) {
       verb = v;
     }
   if (verb.empty())
-    r.fail("a step needs one of: write, read, await, fence, sleep, launch, sync, flush, copy");
+    r.fail(
+        "a step needs one of: write, read, await, fence, sleep, launch, sync, flush, copy, "
+        "fetch_add, swap, cas");
   auto attrs = [&] {
+    o.sets_attributes = r.has("relaxed_ordering") || r.has("id_based_ordering");
     o.relaxed_ordering = r.boolean("relaxed_ordering", false);
     o.id_based_ordering = r.boolean("id_based_ordering", false);
   };
@@ -112,10 +120,28 @@ op_spec read_op(const config::node_reader& r) {
     o.value = uint64_t(r.integer("value", 0, INT64_MAX));
     attrs();
   } else if (verb == "read") {
-    reject_unknown(r, {"read", "to", "relaxed_ordering", "id_based_ordering"});
+    reject_unknown(r, {"read", "to", "into", "relaxed_ordering", "id_based_ordering"});
     o.kind = op_kind::read;
     o.location = r.str("read");
-    o.reg = r.str("to");
+    if (r.has("to") == r.has("into"))
+      r.fail("read", "a read needs one of 'to: REGISTER' or 'into: LOCATION'");
+    o.reg = r.str("to", "");
+    o.into = r.str("into", "");
+    attrs();
+  } else if (verb == "fetch_add" || verb == "swap" || verb == "cas") {
+    reject_unknown(
+        r, {verb.c_str(), "value", "compare", "to", "relaxed_ordering", "id_based_ordering"});
+    o.kind = op_kind::atomic;
+    o.atomic = verb == "fetch_add" ? atomic_op::fetch_add
+               : verb == "swap"    ? atomic_op::swap
+                                   : atomic_op::cas;
+    o.location = r.str(verb);
+    o.value = uint64_t(r.integer("value", 0, INT64_MAX));
+    if (verb == "cas")
+      o.compare = uint64_t(r.integer("compare", 0, INT64_MAX));
+    else if (r.has("compare"))
+      r.fail("compare", "only cas compares");
+    o.reg = r.str("to", "");
     attrs();
   } else if (verb == "await") {
     reject_unknown(r, {"await", "value", "to", "poll", "timeout"});
@@ -193,10 +219,28 @@ void check_names(const litmus_spec& t, const config::node_reader& root) {
           if (a.kind == agent_kind::dma && o.kind == op_kind::await &&
               need_location(o.location).memory != a.device)
             bad("a DMA agent awaits only its own memory (" + a.device + ")");
+          if (!o.into.empty()) {
+            const auto& from = need_location(o.location);
+            const auto& to = need_location(o.into);
+            if (a.kind != agent_kind::dma) bad("into: only a DMA agent reads into its memory");
+            if (to.memory != a.device)
+              bad("into: " + to.name + " is not in the agent's own memory (" + a.device + ")");
+            if (from.memory == a.device) bad("into: " + from.name + " is the agent's own memory");
+            if (from.size != to.size) bad("into: the locations differ in size");
+          }
           break;
         case op_kind::fence:
           if (a.kind != agent_kind::dma) bad("fence is a DMA agent's step");
           break;
+        case op_kind::atomic: {
+          const auto& l = need_location(o.location);
+          if (a.kind != agent_kind::dma) bad("an AtomicOp is a DMA agent's PCIe request");
+          if (l.memory == a.device)
+            bad("an AtomicOp goes over the fabric: " + l.name + " is the agent's own memory");
+          if (l.size != 4 && l.size != 8) bad("an AtomicOp's location holds 4 or 8 bytes");
+          if (l.offset % l.size) bad("an AtomicOp's location is aligned to its size");
+          break;
+        }
         case op_kind::sleep:
           break;
         case op_kind::launch: {
@@ -240,7 +284,7 @@ litmus_spec load_litmus(const std::string& path) {
   config::document doc = config::document::load(path);
   config::node_reader r = doc.root();
   reject_unknown(r, {"name", "description", "spec", "topology", "set", "locations", "agents",
-                     "condition", "expect", "runs"});
+                     "condition", "expect", "runs", "variants"});
   litmus_spec t;
   t.file = path;
   t.loc = r.loc();
@@ -280,9 +324,39 @@ litmus_spec load_litmus(const std::string& path) {
              : e == "allowed" ? expectation::allowed
                               : expectation::required;
   t.runs = int(r.integer("runs", 1, 1000000, 0));
+  if (r.has("variants")) {
+    for (const auto& v : r.string_list("variants")) {
+      if (v != "RO" && v != "IDO") r.fail("variants", "a variant is RO or IDO, not '" + v + "'");
+      variant x = v == "RO" ? variant::ro : variant::ido;
+      if (std::find(t.variants.begin(), t.variants.end(), x) != t.variants.end())
+        r.fail("variants", "variant " + v + " is listed twice");
+      t.variants.push_back(x);
+    }
+  }
   r.done();
   check_names(t, r);
   return t;
+}
+
+std::vector<litmus_spec> with_variants(const litmus_spec& t) {
+  std::vector<litmus_spec> out{t};
+  out.front().variants.clear();
+  for (variant v : t.variants) {
+    litmus_spec c = out.front();
+    c.name += std::string("+") + to_string(v);
+    for (auto& a : c.agents) {
+      if (a.kind != agent_kind::dma) continue;
+      for (auto& o : a.program) {
+        const bool request =
+            o.kind == op_kind::write || o.kind == op_kind::read || o.kind == op_kind::atomic;
+        const location_spec* l = c.find_location(o.location);
+        if (!request || o.sets_attributes || !l || l->memory == a.device) continue;
+        (v == variant::ro ? o.relaxed_ordering : o.id_based_ordering) = true;
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 }  // namespace p2psim::litmus

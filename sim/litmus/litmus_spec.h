@@ -41,21 +41,28 @@ enum class op_kind {
   sync,    // CPU: cuCtxSynchronize
   flush,   // CPU: cuFlushGPUDirectRDMAWrites to `scope`
   copy,    // CPU: cuMemcpyDtoD from `location` to `to`
+  atomic,  // DMA: a PCIe AtomicOp (`atomic`) on `location`; the old value into `reg`
 };
+
+enum class atomic_op { fetch_add, swap, cas };  // PCIe FetchAdd, Swap, CAS
 
 struct op_spec {
   op_kind kind = op_kind::write;
   std::string location;  // write / read / await / copy (the source)
   std::string to;        // copy: the destination location
-  std::string reg;       // read / await (optional): the register that receives the value
+  std::string reg;       // read / await / atomic (optional): the register that receives the value
+  std::string into;      // read (DMA): a location in the agent's own memory the data lands in
   std::string agent;     // launch
   std::string scope;     // flush: owner | all_devices
-  uint64_t value = 0;
+  uint64_t value = 0;    // write / await; atomic: the addend, swap value or CAS's new value
+  uint64_t compare = 0;  // atomic cas
+  atomic_op atomic = atomic_op::fetch_add;
   bool relaxed_ordering = false, id_based_ordering = false;  // DMA requests' attributes
-  bool async = false;                                        // copy: cuMemcpyDtoDAsync
-  double time_ns = 0;                                        // sleep
-  double poll_ns = 10;                                       // await: time between two looks
-  double timeout_ns = 20000;  // await: give up after this long (the register stays unset)
+  bool sets_attributes = false;  // the step names either attribute (a variant leaves it be)
+  bool async = false;            // copy: cuMemcpyDtoDAsync
+  double time_ns = 0;            // sleep
+  double poll_ns = 10;           // await: time between two looks
+  double timeout_ns = 20000;     // await: give up after this long (the register stays unset)
   config::source_loc loc;
 };
 
@@ -71,6 +78,12 @@ struct agent_spec {
 };
 
 enum class expectation { forbidden, allowed, required };
+
+// A test's variants: it runs again with every fabric request of its DMA agents carrying
+// Relaxed Ordering (or IDO), except in steps that set the attributes themselves. For the
+// table's Yes and Y/N cells the attributes must change nothing.
+enum class variant { ro, ido };
+const char* to_string(variant v);
 const char* to_string(expectation e);
 
 struct litmus_spec {
@@ -85,6 +98,7 @@ struct litmus_spec {
   condition cond;
   expectation expect = expectation::forbidden;
   int runs = 0;  // the test's own run budget (0: the command's --runs)
+  std::vector<variant> variants;
   config::source_loc loc;
 
   const location_spec* find_location(const std::string& n) const;
@@ -95,5 +109,8 @@ struct litmus_spec {
 // Reads and checks a litmus file (names, kinds, which agent may touch which memory, the
 // condition's names). Errors are config::error with file:line:col and the key.
 litmus_spec load_litmus(const std::string& path);
+
+// The test as written, then one copy per variant (named "NAME+RO", "NAME+IDO").
+std::vector<litmus_spec> with_variants(const litmus_spec& t);
 
 }  // namespace p2psim::litmus

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -17,7 +18,7 @@ struct cli_result {
 };
 
 inline cli_result run_cli(const std::string& args) {
-  static int n = 0;
+  static std::atomic<int> n = 0;  // tests may run several commands at once
   std::string err_file = "cli_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(n++);
   std::string cmd = std::string("cd " P2PSIM_SOURCE_DIR " && " P2PSIM_BIN " ") + args + " 2>" +
                     std::string(P2PSIM_BUILD_DIR) + "/" + err_file;

@@ -41,6 +41,7 @@ TEST_CASE("ordering rules: every rule has a unique name that finds it", "[orderi
 
 TEST_CASE("ordering rules: turning one off changes exactly its cell", "[ordering][mutation]") {
   const auto mwr = tlp_type::mwr, mrd = tlp_type::mrd, cpld = tlp_type::cpld;
+  const auto npw = tlp_type::fetch_add;
   const cell cells[] = {
       {order_rule::p_p, tlp(mwr), tlp(mwr), passing::no, passing::either},
       {order_rule::p_p_ro, tlp(mwr, 0x100, true), tlp(mwr), passing::either, passing::no},
@@ -53,8 +54,14 @@ TEST_CASE("ordering rules: turning one off changes exactly its cell", "[ordering
       {order_rule::cpl_p_ro, tlp(cpld, 0x100, true), tlp(mwr), passing::either, passing::no},
       {order_rule::cpl_p_ido, tlp(cpld, 0x100, false, true), tlp(mwr, 0x200), passing::either,
        passing::no},
+      {order_rule::npw_p, tlp(npw), tlp(mwr), passing::no, passing::either},
+      {order_rule::npw_p_ro, tlp(npw, 0x100, true), tlp(mwr), passing::either, passing::no},
+      {order_rule::npw_p_ido, tlp(npw, 0x100, false, true), tlp(mwr, 0x200), passing::either,
+       passing::no},
       {order_rule::p_npr, tlp(mwr), tlp(mrd), passing::yes, passing::no},
+      {order_rule::p_npw, tlp(mwr), tlp(npw), passing::yes, passing::no},
       {order_rule::cpl_npr, tlp(cpld), tlp(mrd), passing::yes, passing::no},
+      {order_rule::cpl_npw, tlp(cpld), tlp(npw), passing::yes, passing::no},
       {order_rule::cpl_cpl_same_txn, tlp(cpld), tlp(cpld), passing::no, passing::either},
   };
   REQUIRE(std::size(cells) == size_t(order_rule::count));
@@ -76,6 +83,20 @@ TEST_CASE("ordering rules: turning one off changes exactly its cell", "[ordering
 TEST_CASE("ordering rules: RO never lets a read request pass a write", "[ordering]") {
   ordering_rules all;
   CHECK(all.may_pass(tlp(tlp_type::mrd, 0x100, true), tlp(tlp_type::mwr)) == passing::no);
+}
+
+TEST_CASE("ordering rules: every AtomicOp is a non-posted write", "[ordering]") {
+  ordering_rules all;
+  for (auto op : {tlp_type::fetch_add, tlp_type::swap, tlp_type::cas}) {
+    CHECK(order_class_of(op) == order_class::nonposted_write);
+    CHECK(fc_class_of(op) == fc_class::non_posted);
+    CHECK(has_data(op));
+    // The NPW row and column of the table (DESIGN.md 6).
+    CHECK(all.may_pass(tlp(op), tlp(tlp_type::mrd)) == passing::either);
+    CHECK(all.may_pass(tlp(op), tlp(tlp_type::fetch_add)) == passing::either);
+    CHECK(all.may_pass(tlp(op), tlp(tlp_type::cpld)) == passing::either);
+    CHECK(all.may_pass(tlp(tlp_type::mrd), tlp(op)) == passing::either);
+  }
 }
 
 TEST_CASE("choices: a replay follows its prefix then records the in-order alternative",

@@ -117,12 +117,14 @@ int litmus_command(const litmus_args& a) {
   std::vector<litmus::litmus_spec> tests;
   std::vector<topo::topology> topologies;
   for (const auto& f : files) {
-    tests.push_back(litmus::load_litmus(f));
-    topo::load_options lo;
-    lo.platform_dirs = platform_dirs();
-    lo.overrides = tests.back().topology_sets;
-    topologies.push_back(topo::load_topology(tests.back().topology, lo));
-    litmus::check_litmus(tests.back(), topologies.back());
+    for (auto& t : litmus::with_variants(litmus::load_litmus(f))) {
+      topo::load_options lo;
+      lo.platform_dirs = platform_dirs();
+      lo.overrides = t.topology_sets;
+      topologies.push_back(topo::load_topology(t.topology, lo));
+      litmus::check_litmus(t, topologies.back());
+      tests.push_back(std::move(t));
+    }
   }
   std::vector<litmus::junit_case> cases;
   size_t failed = 0;
