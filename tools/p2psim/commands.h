@@ -33,7 +33,23 @@ struct litmus_args {
   bool list_rules = false;
 };
 
+struct sweep_args {
+  std::string scenario;
+  std::vector<std::string> vary, sets;
+  int jobs = 1;
+  std::string csv, dir, emit_slurm, collect;
+};
+
+struct plot_args {
+  std::string csv, x, y, by, title, output;
+  std::vector<std::string> where;
+};
+
 void add_run(CLI::App& app, run_args& a);
+void add_sweep(CLI::App& app, sweep_args& a);
+int sweep_command(const sweep_args& a);
+void add_plot(CLI::App& app, plot_args& a);
+int plot_command(const plot_args& a);
 void add_litmus(CLI::App& app, litmus_args& a);
 int litmus_command(const litmus_args& a);
 void add_topo(CLI::App& app, topo_args& a);

@@ -17,9 +17,13 @@ int sc_main(int argc, char* argv[]) {
   p2psim::cli::run_args run;
   p2psim::cli::topo_args topo;
   p2psim::cli::litmus_args litmus;
+  p2psim::cli::sweep_args sweep;
+  p2psim::cli::plot_args plot;
   p2psim::cli::add_run(app, run);
   p2psim::cli::add_topo(app, topo);
   p2psim::cli::add_litmus(app, litmus);
+  p2psim::cli::add_sweep(app, sweep);
+  p2psim::cli::add_plot(app, plot);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -30,6 +34,8 @@ int sc_main(int argc, char* argv[]) {
     if (app.got_subcommand("run")) return p2psim::cli::run_command(run, argv[0]);
     if (app.got_subcommand("topo")) return p2psim::cli::topo_command(topo);
     if (app.got_subcommand("litmus")) return p2psim::cli::litmus_command(litmus);
+    if (app.got_subcommand("sweep")) return p2psim::cli::sweep_command(sweep);
+    if (app.got_subcommand("plot")) return p2psim::cli::plot_command(plot);
   } catch (const p2psim::config::error& e) {
     std::cerr << e.what() << "\n";
     return 2;
