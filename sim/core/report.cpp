@@ -114,6 +114,50 @@ void print_program(std::ostream& os, const nlohmann::json& p) {
 
 }  // namespace
 
+namespace {
+
+// The link directions that were busiest, from the run's stats: where concurrent streams
+// meet, the one near 100% is the bottleneck.
+void print_busiest_links(std::ostream& os, const run_result& r) {
+  struct busy {
+    std::string link, direction;
+    double utilization = 0, payload_gbps = 0;
+    uint64_t credit_stalls = 0;
+  };
+  std::vector<busy> all;
+  auto add = [&](const std::string& link, const std::string& dir, const nlohmann::json& c) {
+    if (!c.is_object()) return;
+    double ns = double(r.simulated_ns);
+    all.push_back({link, dir, c.value("utilization_ratio", 0.0),
+                   ns > 0 ? c.value("payload_bytes", 0.0) / ns : 0.0,
+                   c.value("credit_stalls", uint64_t(0))});
+  };
+  if (!r.stats.is_object()) return;
+  const nlohmann::json links = r.stats.value("links", nlohmann::json::object());
+  const nlohmann::json between = r.stats.value("interconnects", nlohmann::json::object());
+  for (const auto& [name, l] : links.items()) {
+    add("link " + name, "down", l.value("downstream", nlohmann::json()));
+    add("link " + name, "up", l.value("upstream", nlohmann::json()));
+  }
+  for (const auto& [name, q] : between.items()) {
+    add(name, "a->b", q.value("a_to_b", nlohmann::json()));
+    add(name, "b->a", q.value("b_to_a", nlohmann::json()));
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const busy& a, const busy& b) { return a.utilization > b.utilization; });
+  if (all.empty() || all.front().utilization <= 0) return;
+  os << "Busiest links (share of the simulated time each direction was sending)\n";
+  os << fmt::format("    {:<16} {:>5} {:>7} {:>13} {:>14}\n", "link", "dir", "busy %",
+                    "payload GB/s", "credit stalls");
+  for (size_t i = 0; i < std::min<size_t>(all.size(), 5) && all[i].utilization > 0; ++i)
+    os << fmt::format("    {:<16} {:>5} {:>7.1f} {:>13.2f} {:>14}{}\n", all[i].link,
+                      all[i].direction, 100 * all[i].utilization, all[i].payload_gbps,
+                      all[i].credit_stalls, all[i].utilization >= 0.9 ? "  <- bottleneck" : "");
+  os << "\n";
+}
+
+}  // namespace
+
 void print_run(std::ostream& os, const run_result& r) {
   os << fmt::format("=== Topology {} ({})\n", r.topology, r.topology_file);
   if (!r.description.empty()) os << "    " << r.description << "\n";
@@ -139,6 +183,7 @@ void print_run(std::ostream& os, const run_result& r) {
            rl, 2);
   }
   if (!r.program.is_null()) print_program(os, r.program);
+  print_busiest_links(os, r);
   os << fmt::format("Simulated {:.3f} ms, {} TLPs, {:.2f} s wall ({:.0f} TLPs/s)\n",
                     r.simulated_ns / 1e6, r.tlps, r.wall_seconds,
                     r.wall_seconds > 0 ? r.tlps / r.wall_seconds : 0.0);

@@ -28,6 +28,19 @@ uint64_t slot_bytes(uint64_t size) {
   return (size + slot_align - 1) / slot_align * slot_align;
 }
 
+// Where each transfer's streams start in the target's and the initiator's memory: transfers
+// that run at the same time (`start: with_previous`) get regions of their own.
+std::vector<uint64_t> base_offsets(const scenario& s) {
+  std::vector<uint64_t> base(s.transfers.size(), 0);
+  for (size_t i = 1; i < s.transfers.size(); ++i) {
+    const auto& prev = s.transfers[i - 1];
+    if (s.transfers[i].with_previous)
+      base[i] = base[i - 1] +
+                uint64_t(prev.concurrency) * slot_bytes(std::max(prev.size, s.latency_size));
+  }
+  return base;
+}
+
 // A reproducible byte pattern (xorshift64*), different for every transfer, repetition, stream.
 class pattern {
  public:
@@ -101,14 +114,15 @@ class driver : public sc_module {
   };
 
   // Moves `size` bytes per stream on `streams` streams at once and verifies them.
-  outcome move(const transfer_spec& t, uint64_t size, int streams, uint64_t seed) {
+  outcome move(const transfer_spec& t, uint64_t size, int streams, uint64_t seed,
+               uint64_t base = 0) {
     initiator_ref init(m_sys, t.initiator);
     const region_options ro{t.map_bar1, m_sys.iommu_for(t.initiator), t.iommu_map, t.write};
     link::stream_log& log = m_sys.streams();
     std::vector<std::unique_ptr<target_region>> regions;
     std::vector<uint32_t> ids;
     for (int i = 0; i < streams; ++i) {
-      uint64_t off = uint64_t(i) * slot_bytes(size);
+      uint64_t off = base + uint64_t(i) * slot_bytes(size);
       regions.push_back(std::make_unique<target_region>(m_sys, t.target, off, size, ro));
       auto& reg = *regions.back();
       // Source gets a fresh pattern, the destination its complement: stale bytes show.
@@ -149,7 +163,7 @@ class driver : public sc_module {
       o.failed += r.failed_bytes;
       o.bytes += r.landed_bytes;
       if (!m_sc.verify) continue;
-      uint64_t off = uint64_t(i) * slot_bytes(size);
+      uint64_t off = base + uint64_t(i) * slot_bytes(size);
       auto& reg = *regions[i];
       if (r.failed_bytes == 0) {  // everything landed: it must equal the source
         o.mismatched += t.write
@@ -163,7 +177,7 @@ class driver : public sc_module {
     return o;
   }
 
-  void bandwidth(const transfer_spec& t, size_t index) {
+  bandwidth_result bandwidth(const transfer_spec& t, size_t index, uint64_t base) {
     bandwidth_result b;
     b.transfer = t.name;
     b.src = t.initiator;
@@ -171,7 +185,8 @@ class driver : public sc_module {
     b.op = t.write ? "write" : "read";
     uint64_t ps_total = 0;
     for (int rep = 0; rep < t.count; ++rep) {
-      outcome o = move(t, t.size, t.concurrency, m_sc.seed * 1000003 + index * 1009 + rep * 31);
+      outcome o =
+          move(t, t.size, t.concurrency, m_sc.seed * 1000003 + index * 1009 + rep * 31, base);
       b.bytes += o.bytes;
       b.failed_bytes += o.failed;
       b.mismatched_bytes += o.mismatched + o.leaked;
@@ -185,7 +200,21 @@ class driver : public sc_module {
     if (b.mismatched_bytes)
       m_out.errors.push_back(fmt::format(
           "{}: {} bytes differ from what the destination should hold", t.name, b.mismatched_bytes));
-    m_out.bandwidth.push_back(b);
+    return b;
+  }
+
+  // Transfers [first, last) at the same time, each in a thread of its own; results in order.
+  void bandwidth_group(size_t first, size_t last) {
+    const std::vector<uint64_t> base = base_offsets(m_sc);
+    std::vector<bandwidth_result> results(last - first);
+    std::vector<sc_process_handle> threads;
+    for (size_t i = first; i < last; ++i)
+      threads.push_back(sc_spawn([this, i, first, &base, &results] {
+        results[i - first] = bandwidth(m_sc.transfers[i], i, base[i]);
+      }));
+    for (auto& h : threads)
+      if (!h.terminated()) wait(h.terminated_event());
+    for (auto& b : results) m_out.bandwidth.push_back(std::move(b));
   }
 
   void latency(const transfer_spec& t) {
@@ -210,9 +239,12 @@ class driver : public sc_module {
   void main() {
     m_doing = "starting";
     if (m_sc.measure_bandwidth)
-      for (size_t i = 0; i < m_sc.transfers.size(); ++i) {
+      for (size_t i = 0; i < m_sc.transfers.size();) {
+        size_t last = i + 1;
+        while (last < m_sc.transfers.size() && m_sc.transfers[last].with_previous) ++last;
         m_doing = "transfer '" + m_sc.transfers[i].name + "'";
-        bandwidth(m_sc.transfers[i], i);
+        bandwidth_group(i, last);
+        i = last;
       }
     m_doing = "latency probes";
     if (m_sc.measure_latency) {
@@ -263,7 +295,9 @@ std::string refusal_reason(const topo::topology& t, const topo::address_map& a,
 
 void check_scenario(const scenario& s, const topo::topology& t, const topo::address_map& a) {
   check_program(s.program, t);
-  for (const auto& x : s.transfers) {
+  const std::vector<uint64_t> base = base_offsets(s);
+  for (size_t k = 0; k < s.transfers.size(); ++k) {
+    const auto& x = s.transfers[k];
     const auto* init = t.find_device(x.initiator);
     if (!init)
       throw config::error(
@@ -273,7 +307,9 @@ void check_scenario(const scenario& s, const topo::topology& t, const topo::addr
     if (!dev && !t.find_socket(x.target))
       throw config::error(x.loc, "target",
                           fmt::format("'{}' is not a device or socket in {}", x.target, t.file));
-    uint64_t need = uint64_t(x.concurrency) * slot_bytes(std::max(x.size, s.latency_size));
+    // Transfers that run together take regions one after another.
+    uint64_t need =
+        base[k] + uint64_t(x.concurrency) * slot_bytes(std::max(x.size, s.latency_size));
     uint64_t cap = target_capacity(t, a, x.target);
     if (dev && dev->type == topo::device_type::dma_engine && cap == 0)
       throw config::error(x.loc, "target",
@@ -281,11 +317,12 @@ void check_scenario(const scenario& s, const topo::topology& t, const topo::addr
     if (need > cap)
       throw config::error(
           x.loc, "size",
-          fmt::format("{} streams of {} bytes need {} bytes on {}, which exposes {} bytes{}",
-                      x.concurrency, x.size, need, x.target, cap,
-                      dev && dev->type == topo::device_type::gpu
-                          ? " (BAR1 less its driver-reserved region)"
-                          : ""));
+          fmt::format(
+              "{} streams of {} bytes{} need {} bytes on {}, which exposes {} bytes{}",
+              x.concurrency, x.size,
+              base[k] ? " (after those of the transfers running with it)" : "", need, x.target, cap,
+              dev && dev->type == topo::device_type::gpu ? " (BAR1 less its driver-reserved region)"
+                                                         : ""));
     if (need > initiator_capacity(t, x.initiator))
       throw config::error(
           x.loc, "size",

@@ -18,7 +18,7 @@ using config::reject_unknown;
 transfer_spec read_transfer(const config::node_reader& r, size_t index) {
   reject_unknown(
       r, {"name", "initiator", "target", "op", "size", "count", "concurrency", "relaxed_ordering",
-          "id_based_ordering", "no_snoop", "traffic_class", "map_bar1", "iommu_map"});
+          "id_based_ordering", "no_snoop", "traffic_class", "map_bar1", "iommu_map", "start"});
   transfer_spec t;
   t.loc = r.loc();
   t.name = r.str("name", "transfer" + std::to_string(index));
@@ -36,6 +36,10 @@ transfer_spec read_transfer(const config::node_reader& r, size_t index) {
   t.attrs.traffic_class = uint8_t(r.integer("traffic_class", 0, 7, 0));
   t.map_bar1 = r.boolean("map_bar1", true);
   t.iommu_map = r.boolean("iommu_map", true);
+  t.with_previous =
+      r.choice("start", {"after_previous", "with_previous"}, "after_previous") == "with_previous";
+  if (t.with_previous && index == 0)
+    r.fail("start", "the first transfer has no previous one to start with");
   if (t.initiator == t.target) r.fail("target", "a device cannot transfer to itself");
   r.done();
   return t;

@@ -16,12 +16,13 @@ namespace p2psim::core {
 
 struct transfer_spec {
   std::string name;
-  std::string initiator;  // a GPU (its copy engine) or a DMA engine
-  std::string target;     // a GPU (its BAR1), a DMA engine (its BAR2), a socket (memory)
-  bool write = true;      // seen from the initiator
-  uint64_t size = 0;      // bytes per stream and repetition
-  int count = 1;          // repetitions, back to back
-  int concurrency = 1;    // streams at once, each moving `size`
+  std::string initiator;       // a GPU (its copy engine) or a DMA engine
+  std::string target;          // a GPU (its BAR1), a DMA engine (its BAR2), a socket (memory)
+  bool write = true;           // seen from the initiator
+  uint64_t size = 0;           // bytes per stream and repetition
+  int count = 1;               // repetitions, back to back
+  int concurrency = 1;         // streams at once, each moving `size`
+  bool with_previous = false;  // starts together with the transfer before it (`start:`)
   pcie::tlp_attrs attrs;
   bool map_bar1 = true;   // GPU target: map BAR1 pages onto VRAM first (false: the DMA
                           // hits unmapped BAR1 pages, which the GPU refuses)
