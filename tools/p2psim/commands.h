@@ -20,6 +20,8 @@ struct topo_args {
   std::string topology;
   std::string dot;
   std::vector<std::string> sets;
+  std::string import_nccl;  // NCCL topology XML to convert instead of printing a topology
+  std::string output;       // where the converted topology goes; empty: standard output
 };
 
 struct litmus_args {

@@ -1,14 +1,57 @@
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "sim/config/error.h"
 #include "sim/topology/address_map.h"
+#include "sim/topology/nccl_import.h"
 #include "sim/topology/topo_report.h"
 #include "sim/topology/topology_graph.h"
 #include "sim/topology/topology_loader.h"
 #include "tools/p2psim/commands.h"
 
 namespace p2psim::cli {
+
+namespace {
+
+// p2psim topo --import-nccl FILE [-o OUT]: converts, then loads what it wrote the way
+// `p2psim topo OUT` will, so a file that does not load is caught here, not later.
+int import_nccl(const topo_args& a) {
+  namespace fs = std::filesystem;
+  topo::nccl_import_options opt;
+  // The written file finds presets in its own platforms/ folder first, as the loader does.
+  if (!a.output.empty())
+    opt.platform_dirs.push_back((fs::path(a.output).parent_path() / "platforms").string());
+  for (const auto& d : platform_dirs()) opt.platform_dirs.push_back(d);
+  topo::nccl_import_result r = topo::import_nccl_file(a.import_nccl, opt);
+  for (const auto& w : r.warnings) std::cerr << w << "\n";
+  if (a.output.empty()) {
+    std::cout << r.yaml;
+    return 0;
+  }
+  {
+    std::ofstream f(a.output, std::ios::binary);
+    if (!(f << r.yaml) || !f.flush())
+      throw config::error({a.output, 0, 0}, "--output", "cannot write this file");
+  }
+  topo::load_options lo;
+  lo.platform_dirs = platform_dirs();
+  topo::topology t;
+  try {
+    t = topo::load_topology(a.output, lo);
+  } catch (const config::error& e) {
+    // The importer's own mistake, not the user's: report it as an internal error.
+    throw std::logic_error(std::string("the imported topology does not load: ") + e.what());
+  }
+  size_t gpus = 0, nics = 0;
+  for (const auto& d : t.devices) (d.type == topo::device_type::gpu ? gpus : nics)++;
+  std::cout << "Wrote " << a.output << ": " << t.sockets.size() << " socket(s), "
+            << t.switches.size() << " switch(es), " << gpus << " GPU(s), " << nics
+            << " NIC(s) as DMA engines, from " << a.import_nccl << "\n";
+  return 0;
+}
+
+}  // namespace
 
 std::vector<std::string> platform_dirs() {
   std::vector<std::string> dirs;
@@ -19,12 +62,24 @@ std::vector<std::string> platform_dirs() {
 
 void add_topo(CLI::App& app, topo_args& a) {
   auto* c = app.add_subcommand("topo", "Print a topology's tree and nvidia-smi topo -m matrix");
-  c->add_option("topology", a.topology, "Topology YAML file")->required();
-  c->add_option("--dot", a.dot, "Write the topology as Graphviz DOT to this file");
-  c->add_option("--set", a.sets, "Override a parameter: path=value (e.g. link.gpu0.gen=4)");
+  auto* topology = c->add_option("topology", a.topology, "Topology YAML file");
+  auto* dot = c->add_option("--dot", a.dot, "Write the topology as Graphviz DOT to this file");
+  auto* set =
+      c->add_option("--set", a.sets, "Override a parameter: path=value (e.g. link.gpu0.gen=4)");
+  auto* import = c->add_option("--import-nccl", a.import_nccl,
+                               "Convert NCCL's topology XML (NCCL_TOPO_DUMP_FILE) into a "
+                               "topology YAML file instead");
+  import->excludes(topology)->excludes(dot)->excludes(set);
+  c->add_option("-o,--output", a.output, "With --import-nccl: the YAML file to write")
+      ->needs(import);
+  c->parse_complete_callback([&a] {
+    if (a.topology.empty() && a.import_nccl.empty())
+      throw CLI::RequiredError("topology (or --import-nccl FILE)");
+  });
 }
 
 int topo_command(const topo_args& a) {
+  if (!a.import_nccl.empty()) return import_nccl(a);
   topo::load_options opt;
   opt.platform_dirs = platform_dirs();
   for (const auto& s : a.sets) opt.overrides.push_back(config::parse_override(s));

@@ -1,0 +1,309 @@
+// NCCL topology XML -> topology YAML (p2psim topo --import-nccl): the mapping rules, and that
+// what is written loads and classifies the GPU-NIC path as NCCL's file describes it.
+#include <catch2/catch.hpp>
+
+#include "sim/config/error.h"
+#include "sim/topology/nccl_import.h"
+#include "sim/topology/topology_graph.h"
+#include "sim/topology/topology_loader.h"
+
+using namespace p2psim;
+using namespace p2psim::topo;
+using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
+
+namespace {
+
+const std::string k_data = std::string(P2PSIM_SOURCE_DIR) + "/tests/data/nccl/";
+const std::vector<std::string> k_platforms{std::string(P2PSIM_SOURCE_DIR) +
+                                           "/topologies/platforms"};
+
+struct imported {
+  nccl_import_result result;
+  topology t;
+  path_type path(const std::string& a, const std::string& b) const {
+    return fabric_graph(t).classify(a, b);
+  }
+};
+
+imported load_yaml(nccl_import_result r, const std::string& name) {
+  INFO(r.yaml);
+  config::document doc = config::document::parse(r.yaml, name + ".yaml");
+  topology t = load_topology(doc, load_options{k_platforms, {}});
+  return {std::move(r), std::move(t)};
+}
+imported import_file(const std::string& name) {
+  return load_yaml(import_nccl_file(k_data + name, {k_platforms}), name);
+}
+imported import_text(const std::string& xml) {
+  return load_yaml(import_nccl_xml(xml, "inline.xml", {k_platforms}), "inline");
+}
+
+config::error error_of(const std::string& xml, const std::string& file = "inline.xml") {
+  try {
+    import_nccl_xml(xml, file, {k_platforms});
+  } catch (const config::error& e) {
+    return e;
+  }
+  FAIL("expected a config::error");
+  throw std::logic_error("unreachable");
+}
+config::error file_error_of(const std::string& name) {
+  try {
+    import_nccl_file(k_data + name, {k_platforms});
+  } catch (const config::error& e) {
+    return e;
+  }
+  FAIL("expected a config::error");
+  throw std::logic_error("unreachable");
+}
+
+// The line of `text` containing `needle`.
+std::string line_with(const std::string& text, const std::string& needle) {
+  size_t at = text.find(needle);
+  if (at == std::string::npos) return "";
+  size_t begin = text.rfind('\n', at) + 1, end = text.find('\n', at);
+  return text.substr(begin, end - begin);
+}
+
+// One cpu holding `body`, for the error cases.
+std::string in_cpu(const std::string& body) {
+  return "<system version=\"1\">\n"
+         "  <cpu numaid=\"0\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" "
+         "modelid=\"85\">\n" +
+         body + "  </cpu>\n</system>\n";
+}
+
+}  // namespace
+
+TEST_CASE("nccl import: link speeds map to PCIe generations", "[topology][nccl]") {
+  CHECK(pcie_gen_of_speed("2.5 GT/s") == 1);
+  CHECK(pcie_gen_of_speed("2.5 GT/s PCIe") == 1);
+  CHECK(pcie_gen_of_speed("5 GT/s") == 2);
+  CHECK(pcie_gen_of_speed("5.0 GT/s PCIe") == 2);
+  CHECK(pcie_gen_of_speed("8 GT/s") == 3);
+  CHECK(pcie_gen_of_speed("8.0 GT/s PCIe") == 3);
+  CHECK(pcie_gen_of_speed("16 GT/s") == 4);
+  CHECK(pcie_gen_of_speed("16.0 GT/s PCIe") == 4);
+  CHECK(pcie_gen_of_speed("32 GT/s") == 5);
+  CHECK(pcie_gen_of_speed(" 32.0 GT/s PCIe ") == 5);
+  CHECK(pcie_gen_of_speed("64.0 GT/s PCIe") == 6);  // known, but beyond what p2psim models
+  for (const char* bad : {"", "Unknown", "10 GT/s", "8", "8 Gb/s", "GT/s", "fast", "-8 GT/s"}) {
+    INFO(bad);
+    CHECK_FALSE(pcie_gen_of_speed(bad).has_value());
+  }
+}
+
+TEST_CASE("nccl import: bus IDs and synthetic bridges", "[topology][nccl]") {
+  CHECK(parse_busid("0000:17:00.0") == pci_busid{0, 0x17, 0, 0});
+  CHECK(parse_busid("00000001:c1:1f.7") == pci_busid{1, 0xc1, 0x1f, 7});  // NVML's 8 digits
+  CHECK(parse_busid("ffff:ff:01.0") == pci_busid{0xffff, 0xff, 1, 0});
+  for (const char* bad : {"", "17:00.0", "0000:17:00", "0000:1g:00.0", "0000:17:20.0",
+                          "0000:17:00.8", "0000:117:00.0"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_busid(bad).has_value());
+  }
+  CHECK(is_synthetic_busid("ffff:ff:01.0"));
+  CHECK(is_synthetic_busid("FFFF:FF:02.0"));
+  CHECK_FALSE(is_synthetic_busid("0000:ff:01.0"));
+  CHECK_FALSE(is_synthetic_busid("ffff:fe:01.0"));
+}
+
+TEST_CASE("nccl import: PCI classes decide bridge GPU NIC or neither", "[topology][nccl]") {
+  CHECK(classify_pci("0x060400", false, false) == pci_kind::bridge);
+  CHECK(classify_pci("0x060401", false, false) == pci_kind::bridge);  // subtractive decode
+  CHECK(classify_pci("0x030200", false, false) == pci_kind::gpu);     // 3D controller
+  CHECK(classify_pci("0x030000", true, false) == pci_kind::gpu);      // VGA with a <gpu>
+  CHECK(classify_pci("0x030000", false, false) == pci_kind::other);   // a BMC's VGA
+  CHECK(classify_pci("0x020700", false, false) == pci_kind::nic);     // InfiniBand
+  CHECK(classify_pci("0x020000", false, false) == pci_kind::nic);     // Ethernet
+  CHECK(classify_pci("0x02", false, false) == pci_kind::nic);         // what NCCL writes unread
+  CHECK(classify_pci("0x120000", false, true) == pci_kind::nic);      // a <nic> child wins
+  CHECK(classify_pci("0x010802", false, false) == pci_kind::other);   // NVMe
+}
+
+TEST_CASE("nccl import: the platform preset follows the CPU or is marked assumed",
+          "[topology][nccl]") {
+  auto pick = [](const char* vendor, long family, long model) {
+    return choose_platform({"x86_64", vendor, family, model});
+  };
+  CHECK(pick("GenuineIntel", 6, 0x2d).preset == "sandy_bridge_ep");
+  CHECK(pick("GenuineIntel", 6, 0x3e).preset == "ivy_bridge_ep");
+  CHECK(pick("GenuineIntel", 6, 85).preset == "skylake_sp");
+  CHECK_FALSE(pick("GenuineIntel", 6, 85).assumed);
+  CHECK(pick("GenuineIntel", 6, 0xc6).preset == "arrow_lake");
+  CHECK(pick("AuthenticAMD", 26, 17).preset == "epyc_turin");
+  CHECK_FALSE(pick("AuthenticAMD", 26, 17).assumed);
+  platform_choice spr = pick("GenuineIntel", 6, 143);
+  CHECK(spr.preset == "skylake_sp");
+  CHECK(spr.assumed);
+  CHECK_THAT(spr.why, Contains("model 0x8f"));
+  CHECK(pick("AuthenticAMD", 23, 49).preset == "epyc_turin");
+  CHECK(pick("AuthenticAMD", 23, 49).assumed);
+  CHECK(choose_platform({"arm64", "", {}, {}}).assumed);
+  CHECK(choose_platform({}).preset == "skylake_sp");
+  // Every preset the import may name is one the CLI finds.
+  for (const char* p :
+       {"sandy_bridge_ep", "ivy_bridge_ep", "skylake_sp", "arrow_lake", "epyc_turin"})
+    CHECK(load_platform(k_platforms[0] + "/" + p + ".yaml").name == p);
+}
+
+TEST_CASE("nccl import: GPU and NIC under one switch are PIX", "[topology][nccl]") {
+  imported m = import_file("pix_switch.xml");
+  REQUIRE(m.t.switches.size() == 1);
+  REQUIRE(m.t.devices.size() == 2);  // the NIC's two functions are one device on one link
+  CHECK(m.t.find_device("gpu0")->type == device_type::gpu);
+  CHECK(m.t.find_device("nic0")->type == device_type::dma_engine);
+  CHECK(m.t.link_above("sw0")->up == "cpu0");
+  CHECK(m.t.link_above("gpu0")->up == "sw0");
+  CHECK(m.t.link_above("nic0")->up == "sw0");
+  CHECK(m.t.link_above("nic0")->gen == 3);
+  CHECK(m.t.sockets[0].platform_name == "skylake_sp");
+  CHECK(m.path("gpu0", "nic0") == path_type::PIX);
+  CHECK(m.result.warnings.empty());
+  CHECK_THAT(m.result.yaml, Contains("# 0000:1a:00.0 (0x10de:0x1db4)"));
+  CHECK_THAT(m.result.yaml, Contains("0000:1b:00.0 (0x15b3:0x1017) mlx5_0; function 0000:1b:00.1"));
+  CHECK_THAT(m.result.yaml,
+             Contains("platform skylake_sp (GenuineIntel family 0x6 model 0x55: Skylake-SP"));
+}
+
+TEST_CASE("nccl import: GPU and NIC directly under a cpu are on root ports (PHB)",
+          "[topology][nccl]") {
+  imported m = import_file("phb_root_ports.xml");
+  CHECK(m.t.switches.empty());
+  CHECK(m.t.link_above("gpu0")->up == "cpu0");
+  CHECK(m.t.link_above("nic0")->up == "cpu0");
+  CHECK(m.path("gpu0", "nic0") == path_type::PHB);
+  // Ice Lake has no preset: skylake_sp is assumed, and said so; its Gen3 root ports bound the
+  // Gen4 links, with the reason next to each and a warning naming the element.
+  CHECK_THAT(m.result.yaml, Contains("ASSUMED: no preset for GenuineIntel family 0x6 model 0x6a"));
+  CHECK(m.t.link_above("gpu0")->gen == 3);
+  CHECK_THAT(m.result.yaml, Contains("NCCL: 16.0 GT/s PCIe (Gen4); skylake_sp root ports go up"));
+  REQUIRE(m.result.warnings.size() == 2);
+  CHECK_THAT(m.result.warnings[0], Contains("phb_root_ports.xml:6:5: warning: link_speed: Gen4"));
+  // The NVMe drive is neither GPU nor NIC: left out, and listed.
+  CHECK_THAT(m.result.yaml, Contains("# Not imported: 0000:65:00.0 (line 14): class 0x010802"));
+}
+
+TEST_CASE("nccl import: two cpus are sockets joined by an interconnect (SYS)", "[topology][nccl]") {
+  imported m = import_file("sys_two_sockets.xml");
+  REQUIRE(m.t.sockets.size() == 2);
+  REQUIRE(m.t.interconnects.size() == 1);
+  CHECK(m.t.interconnects[0].name == "xgmi0");
+  CHECK(m.t.sockets[0].platform_name == "epyc_turin");
+  // cpu0 is numaid 0 although the file lists it second; gpu0 is the lower bus ID.
+  CHECK(m.t.link_above("gpu0")->up == "cpu0");
+  CHECK_THAT(line_with(m.result.yaml, "name: gpu0"), EndsWith("# 0000:21:00.0 (0x10de:0x20b5)"));
+  CHECK(m.t.link_above("gpu1")->up == "cpu1");
+  CHECK(m.t.link_above("nic0")->up == "cpu1");
+  CHECK(m.t.link_above("nic0")->gen == 4);  // epyc_turin's root ports take Gen4 as it is
+  CHECK(m.path("gpu0", "nic0") == path_type::SYS);
+  CHECK(m.path("gpu1", "nic0") == path_type::PHB);
+  CHECK(m.result.warnings.empty());
+}
+
+TEST_CASE("nccl import: a synthetic bridge is a switch and a bridge below it another (PXB)",
+          "[topology][nccl]") {
+  imported m = import_file("pxb_synthetic.xml");
+  REQUIRE(m.t.switches.size() == 2);
+  CHECK(m.t.link_above("sw0")->up == "cpu0");
+  CHECK(m.t.link_above("sw1")->up == "sw0");
+  CHECK(m.t.link_above("gpu0")->up == "sw1");
+  CHECK(m.t.link_above("nic0")->up == "sw0");
+  CHECK(m.path("gpu0", "nic0") == path_type::PXB);
+  CHECK(m.path("gpu0", "gpu1") == path_type::PIX);
+  CHECK_THAT(line_with(m.result.yaml, "{name: sw0}"), Contains("# ffff:ff:01.0 (synthetic"));
+}
+
+TEST_CASE("nccl import: explicit downstream ports belong to the switch above them",
+          "[topology][nccl]") {
+  // The sysfs layout: upstream port 10:00.0, its ports on the next bus (11:xx.0); a bridge
+  // below a port (14:00.0) is a second switch.
+  imported m = import_text(in_cpu(R"(
+    <pci busid="0000:10:00.0" class="0x060400" link_speed="16 GT/s" link_width="16">
+      <pci busid="0000:11:00.0" class="0x060400" link_speed="16 GT/s" link_width="16">
+        <pci busid="0000:12:00.0" class="0x030200" link_speed="8 GT/s" link_width="16"/>
+      </pci>
+      <pci busid="0000:11:01.0" class="0x060400">
+        <pci busid="0000:13:00.0" class="0x020700" link_speed="8 GT/s" link_width="8"/>
+      </pci>
+      <pci busid="0000:11:02.0" class="0x060400">
+        <pci busid="0000:14:00.0" class="0x060400" link_speed="8 GT/s" link_width="16">
+          <pci busid="0000:16:00.0" class="0x030200" link_speed="8 GT/s" link_width="16"/>
+        </pci>
+      </pci>
+    </pci>
+)"));
+  REQUIRE(m.t.switches.size() == 2);
+  CHECK(m.t.link_above("gpu0")->up == "sw0");
+  CHECK(m.t.link_above("nic0")->up == "sw0");
+  CHECK(m.t.link_above("nic0")->width == 8);
+  CHECK(m.t.link_above("sw1")->up == "sw0");
+  CHECK(m.path("gpu0", "nic0") == path_type::PIX);
+  CHECK(m.path("gpu1", "nic0") == path_type::PXB);
+}
+
+TEST_CASE("nccl import: three sockets are joined pairwise", "[topology][nccl]") {
+  imported m = import_text(R"(<system version="1">
+  <cpu numaid="0" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="62"/>
+  <cpu numaid="1" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="62"/>
+  <cpu numaid="2" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="62"/>
+</system>)");
+  CHECK(m.t.sockets.size() == 3);
+  REQUIRE(m.t.interconnects.size() == 3);
+  CHECK(m.t.interconnects[2].name == "qpi2");
+  CHECK(m.t.sockets[2].platform_name == "ivy_bridge_ep");
+}
+
+TEST_CASE("nccl import: bad files name file line and column", "[topology][nccl][bad]") {
+  config::error e = file_error_of("bad/not_xml.xml");
+  CHECK_THAT(e.what(), Contains("not_xml.xml:4:"));
+  CHECK(e.key == "XML");
+  e = file_error_of("bad/no_system.xml");
+  CHECK_THAT(e.what(), Contains("no_system.xml:2:1: error: "));
+  CHECK_THAT(e.message, Contains("got <topology>"));
+  e = file_error_of("bad/unknown_speed.xml");
+  CHECK_THAT(e.what(), Contains("unknown_speed.xml:4:7: error: link_speed: 'Unknown'"));
+  e = file_error_of("bad/unknown_class.xml");
+  CHECK_THAT(e.what(), Contains("unknown_class.xml:3:5: error: class: '0x088000'"));
+  e = file_error_of("no_such_file.xml");
+  CHECK_THAT(e.what(), Contains("no such file"));
+}
+
+TEST_CASE("nccl import: missing or unusable link attributes are errors", "[topology][nccl][bad]") {
+  config::error e =
+      error_of(in_cpu("    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" link_width=\"16\"/>\n"));
+  CHECK_THAT(e.what(), Contains("inline.xml:3:5: error: link_speed: missing"));
+  e =
+      error_of(in_cpu("    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" "
+                      "link_speed=\"64.0 GT/s PCIe\" link_width=\"16\"/>\n"));
+  CHECK_THAT(e.message, Contains("Gen6"));
+  e =
+      error_of(in_cpu("    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" "
+                      "link_width=\"0\"/>\n"));
+  CHECK(e.key == "link_width");
+  e = error_of(
+      in_cpu("    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\"/>\n"));
+  CHECK_THAT(e.what(), Contains(":3:5: error: link_width: missing"));
+}
+
+TEST_CASE("nccl import: malformed cpus and bus IDs are errors", "[topology][nccl][bad]") {
+  CHECK_THAT(error_of("<system/>").message, Contains("no <cpu>"));
+  CHECK_THAT(error_of("").what(), Contains("inline.xml"));
+  config::error e = error_of("<system>\n  <cpu arch=\"x86_64\"/>\n</system>");
+  CHECK_THAT(e.what(), Contains("inline.xml:2:3: error: numaid: missing"));
+  e = error_of("<system>\n  <cpu numaid=\"0\"/>\n  <cpu numaid=\"0\"/>\n</system>");
+  CHECK_THAT(e.what(), Contains(":3:3: error: numaid: 0 appears twice (first at line 2)"));
+  e = error_of(in_cpu("    <pci busid=\"17:00.0\" class=\"0x030200\"/>\n"));
+  CHECK_THAT(e.what(), Contains(":3:5: error: busid: '17:00.0' is not a PCI address"));
+  e = error_of(
+      in_cpu("    <pci busid=\"0000:17:00.0\" link_speed=\"8 GT/s\" link_width=\"16\"/>\n"));
+  CHECK(e.key == "class");
+  e =
+      error_of(in_cpu("    <pci busid=\"0000:17:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" "
+                      "link_width=\"16\"/>\n"
+                      "    <pci busid=\"0000:17:00.0\" class=\"0x020700\" link_speed=\"8 GT/s\" "
+                      "link_width=\"16\"/>\n"));
+  CHECK_THAT(e.what(),
+             Contains(":4:5: error: busid: '0000:17:00.0' appears twice (first at line 3)"));
+}
