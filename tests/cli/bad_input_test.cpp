@@ -118,3 +118,7 @@ TEST_CASE("a rate on a step that is not a dma is an unknown key", "[cli][bad][pr
   expect_rejected("run tests/data/bad/program_every_not_dma.yaml",
                   "program_every_not_dma.yaml:9:49", "every", "unknown key");
 }
+TEST_CASE("bar1 rejects bad scenario input as run does", "[cli][bad][bar1]") {
+  expect_rejected("bar1 tests/data/bad/program_regcache_policy.yaml",
+                  "program_regcache_policy.yaml:5:37", "policy", "expected one of");
+}
