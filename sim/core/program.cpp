@@ -63,6 +63,7 @@ step_spec read_step(const config::node_reader& r, const std::set<std::string>& p
   if (s.call == "dma") {
     s.write = r.choice("op", {"write", "read"}) == "write";
     s.count = int(r.integer("count", 1, 1'000'000, 1));
+    s.every_ns = r.time_ns("every", 0);
     s.wait = r.boolean("wait", true);
     s.relaxed_ordering = r.boolean("relaxed_ordering", false);
     s.id_based_ordering = r.boolean("id_based_ordering", false);
@@ -100,6 +101,8 @@ program_spec read_program(const config::node_reader& root) {
       s.cache = c->boolean("enabled", true);
       s.tag_check = c->boolean("tag_check", true);
       s.max_pinned = c->size("max_pinned", 0);
+      s.max_entries = uint64_t(c->integer("max_entries", 0, 1'000'000'000, 0));
+      s.policy = c->choice("policy", {"lru", "fifo"}, "lru");
       c->done();
     }
     d->done();

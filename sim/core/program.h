@@ -27,7 +27,9 @@ struct peer_spec {     // the DMA device's kernel driver and registration cache 
   std::string dma_map = "auto";  // auto (when its IOMMU translates) | true | false
   bool cache = true;             // registration cache with lazy unpinning
   bool tag_check = true;         // buffer-ID check on every reuse (guide 6.5)
-  uint64_t max_pinned = 0;       // bytes; 0: only BAR1 exhaustion evicts
+  uint64_t max_pinned = 0;       // bytes per process; 0: only BAR1 exhaustion evicts
+  uint64_t max_entries = 0;      // regions per process; 0: no limit
+  std::string policy = "lru";    // which unused region is evicted first: lru | fifo
   bool wait_in_callback = true;  // false: a driver that does not wait for in-flight DMA
   config::source_loc loc;
 };
@@ -46,6 +48,7 @@ struct step_spec {
   uint64_t size = 0, offset = 0;
   bool write = true;              // dma: seen from the DMA device
   int count = 1;                  // dma: repetitions
+  double every_ns = 0;            // dma: one repetition starts every this often (0: back to back)
   bool wait = true;               // dma: wait for it (false: it runs while the program goes on)
   bool async = false;             // cuMemcpy*: the Async form (on the NULL stream)
   bool relaxed_ordering = false;  // dma: attributes of the device's requests

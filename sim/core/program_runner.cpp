@@ -1,5 +1,7 @@
 #include "sim/core/program_runner.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "models/driver/cuda/cuda.h"
@@ -48,11 +50,6 @@ program_runner::program_runner(sc_module_name n, fabric_system& sys, const progr
       });
     else
       m_kmd->set_wait_for_idle([](peer::kmd_region&) {});  // a driver with the bug
-    peer::regcache_params rp;
-    rp.enabled = p.peer->cache;
-    rp.tag_check = p.peer->tag_check;
-    rp.max_pinned_bytes = p.peer->max_pinned;
-    m_cache = std::make_unique<peer::regcache>(*m_kmd, rp);
   }
   SC_HAS_PROCESS(program_runner);
   SC_THREAD(main);
@@ -69,12 +66,46 @@ int program_runner::pid_of(const std::string& process) const {
   return 0;
 }
 
+peer::regcache& program_runner::cache_of(int pid) {
+  auto& cache = m_caches[pid];
+  if (!cache) {
+    peer::regcache_params rp;
+    rp.enabled = m_spec.peer->cache;
+    rp.tag_check = m_spec.peer->tag_check;
+    rp.max_pinned_bytes = m_spec.peer->max_pinned;
+    rp.max_entries = m_spec.peer->max_entries;
+    rp.policy =
+        m_spec.peer->policy == "fifo" ? peer::eviction_policy::fifo : peer::eviction_policy::lru;
+    cache = std::make_unique<peer::regcache>(*m_kmd, rp);
+  }
+  return *cache;
+}
+
 void program_runner::wait_driver_time() {
   double ns = m_driver.take_elapsed_ns();
   if (ns > 0) wait(sc_time(ns, SC_NS));
+  sample_bar1();
+}
+
+// Called after every driver call that can change BAR1: pins only grow inside a call (a cache
+// evicts before it pins), so the peak is never between two samples.
+void program_runner::sample_bar1() {
+  uint64_t cached = 0;
+  for (const auto& [pid, cache] : m_caches) cached += cache->stats().pinned_bytes;
+  m_peak_cached_bytes = std::max(m_peak_cached_bytes, cached);
   for (int g = 0; g < m_driver.gpu_count(); ++g) {
-    auto& peak = m_bar1_peak[m_driver.gpu(g).name];
-    peak = std::max(peak, m_driver.bar1_used_bytes(g));
+    const auto& res = m_driver.gpu(g);
+    auto& peak = m_bar1_peak[res.name];
+    const uint64_t used = m_driver.bar1_used_bytes(g);
+    if (peak.used && used <= peak.used) continue;
+    peak = {used, 0, 0, used - res.bar1->reserved()};
+    if (!m_kmd) continue;
+    for (const auto& r : m_kmd->regions()) {
+      if (r->invalidated || !std::equal(res.uuid.begin(), res.uuid.end(), r->page_table->gpu_uuid))
+        continue;
+      peak.requested += r->requested;
+      peak.pinned += r->size;
+    }
   }
 }
 
@@ -134,14 +165,15 @@ std::string program_runner::run_step(const step_spec& s) {
     uint64_t len = s.size ? s.size : b.size - std::min(s.offset, b.size);
     if (s.call == "register") {
       peer::kmd_region* r = nullptr;
-      int ret = m_cache->acquire(b.va + s.offset, len, &r);
-      if (ret == 0) m_registered[s.buffer] = r;
+      int ret = cache_of(pid).acquire(b.va + s.offset, len, &r);
+      if (ret == 0) m_registered[s.buffer] = {r, pid};
       return errno_name(ret);
     }
     if (s.call == "deregister") {
       auto reg = m_registered.find(s.buffer);
-      if (reg == m_registered.end()) return "-EINVAL";
-      m_cache->release(reg->second);
+      // Another process's registration is in its own cache, out of this one's reach.
+      if (reg == m_registered.end() || reg->second.pid != pid) return "-EINVAL";
+      cache_of(pid).release(reg->second.region);
       m_registered.erase(reg);
       return "ok";
     }

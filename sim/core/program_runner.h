@@ -42,6 +42,14 @@ class program_runner : public sc_core::sc_module {
     int pid = 0;
     bool live = true;  // false once freed: calls on it still go to the API (and fail there)
   };
+  // One GPU's BAR1 at its peak use: what the pins asked for, what their 64 KiB pages add up
+  // to, and what BAR1 maps (less, when pins share pages: guide 4.7).
+  struct bar1_peak {
+    uint64_t used = 0;       // nvidia-smi's Used: the reserved region plus mapped pages
+    uint64_t requested = 0;  // bytes the live pins asked for
+    uint64_t pinned = 0;     // the same pins rounded out to 64 KiB pages, each pin counted
+    uint64_t mapped = 0;     // BAR1 pages mapped, a shared page once
+  };
   struct dma_result {
     std::string name;
     bool write = true;
@@ -59,6 +67,9 @@ class program_runner : public sc_core::sc_module {
   uint64_t verify(const buffer& b, uint64_t offset, uint64_t length, uint64_t local, bool write);
   void fill_gpu(const buffer& b, uint64_t offset, uint64_t length, uint64_t seed);
   void wait_driver_time();
+  void sample_bar1();
+  // The registration cache of a process: user space, so each process has its own (guide 5.2).
+  peer::regcache& cache_of(int pid);
   int pid_of(const std::string& process) const;
 
   fabric_system& m_sys;
@@ -67,16 +78,21 @@ class program_runner : public sc_core::sc_module {
   nv::nvidia_driver m_driver;
   pci_dev m_peer_dev;
   std::unique_ptr<peer::kmd> m_kmd;
-  std::unique_ptr<peer::regcache> m_cache;
+  std::map<int, std::unique_ptr<peer::regcache>> m_caches;  // by pid
+  uint64_t m_peak_cached_bytes = 0;                         // all processes' caches together
   dma_engine::dma_engine* m_engine = nullptr;
   std::map<std::string, buffer> m_buffers;
   std::map<int, CUcontext> m_contexts;                   // the last context each process created
   std::map<std::string, std::vector<uint8_t>> m_images;  // what cuMemcpy put in each buffer
   std::unique_ptr<copy_engine_executor> m_copies;
-  std::map<std::string, peer::kmd_region*> m_registered;
+  struct registration {
+    peer::kmd_region* region = nullptr;
+    int pid = 0;  // whose cache holds it
+  };
+  std::map<std::string, registration> m_registered;  // by buffer
   std::map<std::string, size_t> m_named_dma;
   std::vector<dma_result> m_dmas;
-  std::map<std::string, uint64_t> m_bar1_peak;  // per GPU, bytes
+  std::map<std::string, bar1_peak> m_bar1_peak;  // per GPU
   sc_core::sc_event m_dma_done;
   nlohmann::json m_steps = nlohmann::json::array();
   std::vector<std::string> m_errors;

@@ -163,7 +163,12 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
   const uint64_t va = b.va + s.offset, local = s.offset;
   link::stream_log& log = m_sys.streams();
   std::string result = "ok";
+  peer::regcache& cache = cache_of(pid);
+  const uint64_t start_ps = link::now_ps();
   for (int rep = 0; rep < s.count && result == "ok"; ++rep) {
+    // `every`: repetitions start at a fixed rate, as messages arrive; a late one starts at once.
+    const uint64_t due_ps = start_ps + uint64_t(rep * s.every_ns * 1000.0 + 0.5);
+    if (due_ps > link::now_ps()) wait(link::ps(due_ps - link::now_ps()));
     const uint64_t seed = m_seed * 7919 + index * 131 + rep;
     // Source gets the pattern, the destination its complement.
     std::vector<uint8_t> pat(len), inv(len);
@@ -178,7 +183,7 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     }
     kernel::set_current_pid(pid);
     peer::kmd_region* r = nullptr;
-    int ret = m_cache->acquire(va, len, &r);
+    int ret = cache.acquire(va, len, &r);
     wait_driver_time();  // a miss pins: that takes time (guide 5.1)
     if (ret) {
       result = errno_name(ret);
@@ -189,7 +194,7 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     if (ret) {  // e.g. a stale cache entry whose pages are gone
       result = errno_name(ret);
       kernel::set_current_pid(pid);
-      m_cache->release(r);
+      cache.release(r);
       break;
     }
     dma::dma_job job;
@@ -208,7 +213,7 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     m_kmd->dma_end(*r);
     m_dma_done.notify(SC_ZERO_TIME);
     kernel::set_current_pid(pid);
-    m_cache->release(r);
+    cache.release(r);
     wait_driver_time();  // without the cache, release unpins
     dma_result& d = m_dmas[index];
     d.bytes += len;
@@ -252,18 +257,25 @@ json program_runner::results() const {
                  {"persistent_pins", c.persistent_pins},
                  {"callbacks", c.callbacks},
                  {"refused_calls", c.refused},
+                 {"get_pages_enomem", c.bar1_exhausted},
                  {"pinning_ns", c.pin_ns}};
   j["driver"]["events"] = json::array();
   for (const auto& e : m_driver.events())
     j["driver"]["events"].push_back({{"what", e.what}, {"detail", e.detail}});
-  if (m_cache) {
-    const auto& r = m_cache->stats();
+  if (m_kmd) {
+    peer::regcache_stats r;  // every process's cache together
+    for (const auto& [pid, cache] : m_caches) {
+      const auto& c = cache->stats();
+      r.hits += c.hits, r.misses += c.misses, r.evictions += c.evictions;
+      r.enomem_retries += c.enomem_retries, r.tag_invalidations += c.tag_invalidations;
+    }
     j["regcache"] = {{"hits", r.hits},
                      {"misses", r.misses},
                      {"evictions", r.evictions},
                      {"enomem_retries", r.enomem_retries},
                      {"tag_invalidations", r.tag_invalidations},
-                     {"peak_pinned_bytes", r.peak_pinned_bytes}};
+                     {"peak_pinned_bytes", m_peak_cached_bytes},
+                     {"processes", m_caches.size()}};
     const auto& k = m_kmd->stats();
     j["peer_driver"] = {{"pins", k.pins},
                         {"unpins", k.unpins},
@@ -276,12 +288,18 @@ json program_runner::results() const {
   for (int g = 0; g < m_driver.gpu_count(); ++g) {
     const auto& res = m_driver.gpu(g);
     uint64_t total = res.bar1->size(), used = m_driver.bar1_used_bytes(g);
-    j["bar1"].push_back(
-        {{"gpu", res.name},
-         {"total_bytes", total},
-         {"used_bytes", used},
-         {"free_bytes", total - used},
-         {"peak_used_bytes", m_bar1_peak.count(res.name) ? m_bar1_peak.at(res.name) : used}});
+    const bar1_peak none{used, 0, 0, used - res.bar1->reserved()};
+    const bar1_peak& peak = m_bar1_peak.count(res.name) ? m_bar1_peak.at(res.name) : none;
+    j["bar1"].push_back({{"gpu", res.name},
+                         {"total_bytes", total},
+                         {"reserved_bytes", res.bar1->reserved()},
+                         {"used_bytes", used},
+                         {"free_bytes", total - used},
+                         {"peak_used_bytes", peak.used},
+                         {"peak_requested_bytes", peak.requested},
+                         {"peak_pinned_bytes", peak.pinned},
+                         {"peak_mapped_bytes", peak.mapped},
+                         {"get_pages_enomem", m_driver.bar1_exhausted(g)}});
   }
   j["dma"] = json::array();
   for (const auto& d : m_dmas) {

@@ -98,3 +98,27 @@ TEST_CASE("credits that cannot hold one MPS-sized TLP are rejected", "[cli][bad]
   expect_rejected("topo tests/data/bad/topology_credits_too_small.yaml",
                   "topology_credits_too_small.yaml:8:", "credits", "would deadlock");
 }
+TEST_CASE("a misspelt registration cache key is named with a hint", "[cli][bad][program]") {
+  expect_rejected("run tests/data/bad/program_regcache_unknown_key.yaml",
+                  "program_regcache_unknown_key.yaml:5:29", "polcy", "did you mean 'policy'");
+}
+TEST_CASE("an unknown eviction policy is rejected", "[cli][bad][program]") {
+  expect_rejected("run tests/data/bad/program_regcache_policy.yaml",
+                  "program_regcache_policy.yaml:5:37", "policy", "expected one of: lru, fifo");
+}
+TEST_CASE("max_entries must be an integer", "[cli][bad][program]") {
+  expect_rejected("run tests/data/bad/program_regcache_max_entries.yaml",
+                  "program_regcache_max_entries.yaml:5:42", "max_entries", "expected an integer");
+}
+TEST_CASE("a dma rate without a time unit is rejected", "[cli][bad][program]") {
+  expect_rejected("run tests/data/bad/program_every_unit.yaml", "program_every_unit.yaml:9:72",
+                  "every", "needs a unit");
+}
+TEST_CASE("a rate on a step that is not a dma is an unknown key", "[cli][bad][program]") {
+  expect_rejected("run tests/data/bad/program_every_not_dma.yaml",
+                  "program_every_not_dma.yaml:9:49", "every", "unknown key");
+}
+TEST_CASE("bar1 rejects bad scenario input as run does", "[cli][bad][bar1]") {
+  expect_rejected("bar1 tests/data/bad/program_regcache_policy.yaml",
+                  "program_regcache_policy.yaml:5:37", "policy", "expected one of");
+}

@@ -161,3 +161,41 @@ TEST_CASE("6.5: memory that is not a live GPU allocation is refused", "[regcache
   int host = 0;
   CHECK(cache.acquire(CUdeviceptr(&host), 4, &r) == -EINVAL);
 }
+
+TEST_CASE("5.1: under FIFO the entry pinned first goes first however recently it was used",
+          "[regcache]") {
+  cache_world cw;
+  peer::regcache_params p;
+  p.policy = peer::eviction_policy::fifo;
+  peer::regcache cache(cw.kmd, p);
+  CUdeviceptr a = cw.alloc(100 * MiB), b = cw.alloc(100 * MiB), c = cw.alloc(100 * MiB);
+  peer::kmd_region* r = nullptr;
+  for (CUdeviceptr x : {a, b, a, c}) {  // a is the most recently used when c needs room
+    REQUIRE(cache.acquire(x, MiB, &r) == 0);
+    cache.release(r);
+  }
+  CHECK(cache.stats().evictions == 1);
+  REQUIRE(cache.acquire(b, MiB, &r) == 0);  // b stayed: a, pinned first, was evicted
+  cache.release(r);
+  CHECK(cache.stats().hits == 2);
+  REQUIRE(cache.acquire(a, MiB, &r) == 0);  // a must be pinned again
+  cache.release(r);
+  CHECK(cache.stats().misses == 4);
+}
+
+TEST_CASE("5.1: an entry limit evicts the least recently used region", "[regcache]") {
+  cache_world cw;
+  peer::regcache_params p;
+  p.max_entries = 2;
+  peer::regcache cache(cw.kmd, p);
+  CUdeviceptr a = cw.alloc(MiB), b = cw.alloc(MiB), c = cw.alloc(MiB);
+  peer::kmd_region* r = nullptr;
+  for (CUdeviceptr x : {a, b, a, c, a}) {
+    REQUIRE(cache.acquire(x, MiB, &r) == 0);
+    cache.release(r);
+  }
+  CHECK(cache.entries() == 2);
+  CHECK(cache.stats().evictions == 1);  // b, when c came
+  CHECK(cache.stats().hits == 2);       // both uses of a after the first
+  CHECK(cw.w.bar1(0).mapped_pages() == 2 * MiB / (64 * 1024));
+}

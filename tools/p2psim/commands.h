@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "sim/config/overrides.h"
+
 namespace p2psim::cli {
 
 struct run_args {
@@ -35,6 +37,17 @@ struct litmus_args {
   bool list_rules = false;
 };
 
+struct bar1_args {
+  std::string scenario;
+  std::string sizes;  // "256MiB,16GiB"; empty: powers of two up to the topology's BAR1
+  std::string gpu;    // the GPU to size; empty: the one the program creates contexts on
+  std::string json;
+  std::string plot;  // an SVG file drawn by gnuplot
+  std::vector<std::string> sets;
+  std::string only_size;    // internal: run the program at this one BAR1 size in this process
+  std::string result_file;  // internal: where that run's JSON goes
+};
+
 struct sweep_args {
   std::string scenario;
   std::vector<std::string> vary, sets;
@@ -52,6 +65,10 @@ void add_sweep(CLI::App& app, sweep_args& a);
 int sweep_command(const sweep_args& a);
 void add_plot(CLI::App& app, plot_args& a);
 int plot_command(const plot_args& a);
+// Pipes `script` to gnuplot; throws with gnuplot's complaint when it fails (plot_command.cpp).
+void run_gnuplot(const std::string& script);
+void add_bar1(CLI::App& app, bar1_args& a);
+int bar1_command(const bar1_args& a, const char* argv0);
 void add_litmus(CLI::App& app, litmus_args& a);
 int litmus_command(const litmus_args& a);
 void add_topo(CLI::App& app, topo_args& a);
@@ -60,5 +77,16 @@ int topo_command(const topo_args& a);
 
 // Where platform presets are looked for besides the topology file's own platforms/ folder.
 std::vector<std::string> platform_dirs();
+
+// --set items, split into topology paths and scenario paths (run_command.cpp).
+struct split_overrides {
+  std::vector<config::override_spec> topology, scenario;
+};
+split_overrides parse_sets(const std::vector<std::string>& sets);
+
+// Runs this binary again with `args` (argv[0] first) in a child process and waits: SystemC
+// elaborates once per process, so each simulation of a command that runs several gets its
+// own. Returns the child's exit code; `what` names the run if it crashes.
+int run_self(const std::vector<std::string>& args, const std::string& what);
 
 }  // namespace p2psim::cli

@@ -32,12 +32,6 @@ void add_run(CLI::App& app, run_args& a) {
   c->add_option("--result-file", a.result_file)->group("");      // internal
 }
 
-namespace {
-
-struct split_overrides {
-  std::vector<config::override_spec> topology, scenario;
-};
-
 split_overrides parse_sets(const std::vector<std::string>& sets) {
   split_overrides o;
   for (const auto& s : sets) {
@@ -46,6 +40,27 @@ split_overrides parse_sets(const std::vector<std::string>& sets) {
   }
   return o;
 }
+
+int run_self(const std::vector<std::string>& args, const std::string& what) {
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (auto& s : copy) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    execv("/proc/self/exe", argv.data());
+    _exit(3);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  throw std::runtime_error(fmt::format("the run of {} crashed (signal {})", what,
+                                       WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+}
+
+namespace {
 
 core::run_result run_here(const core::scenario& sc, size_t index,
                           const std::vector<config::override_spec>& topo_sets) {
@@ -64,21 +79,7 @@ int run_child(const char* argv0, const run_args& a, size_t index, const std::str
       argv0,           "run",      a.scenario, "--only-topology", std::to_string(index),
       "--result-file", result_file};
   for (const auto& s : a.sets) args.insert(args.end(), {"--set", s});
-  std::vector<char*> argv;
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  std::cout.flush();
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    execv("/proc/self/exe", argv.data());
-    _exit(3);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  throw std::runtime_error(fmt::format("the run of {} crashed (signal {})", result_file,
-                                       WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  return run_self(args, result_file);
 }
 
 json combined_json(const core::scenario& sc, const std::vector<core::run_result>& runs,

@@ -55,6 +55,7 @@ struct driver_event {
 
 struct driver_counters {
   uint64_t pins = 0, unpins = 0, persistent_pins = 0, callbacks = 0, refused = 0;
+  uint64_t bar1_exhausted = 0;  // get_pages refused with -ENOMEM: no BAR1 pages left (5.5)
   uint64_t bar1_pages_peak = 0;
   double pin_ns = 0;  // total simulated time spent pinning and unpinning
 };
@@ -126,6 +127,8 @@ class nvidia_driver {
   const driver_counters& counters() const { return m_counters; }
   const std::vector<driver_event>& events() const { return m_events; }
   uint64_t bar1_used_bytes(int gpu) const;  // the reserved region plus every mapped page
+  // nvidia_p2p_get_pages calls on this GPU refused with -ENOMEM because BAR1 was full.
+  uint64_t bar1_exhausted(int gpu) const { return m_gpus.at(gpu).bar1_exhausted; }
   // Simulated time the calls since the last take cost (pinning is slow: guide 5.1).
   double take_elapsed_ns();
 
@@ -135,6 +138,7 @@ class nvidia_driver {
     gpu_resources res;
     std::vector<bool> vram_used;                          // per 64 KiB page
     std::map<uint64_t, std::pair<uint64_t, int>> shared;  // VRAM page -> (BAR1 page, refs)
+    uint64_t bar1_exhausted = 0;
   };
   struct va_page {  // one 64 KiB page of a process's UVA space
     int gpu = 0;

@@ -64,10 +64,13 @@ int nvidia_driver::get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
   // BAR1 space in 64 KiB pages; all or nothing (-ENOMEM leaves no partial mapping).
   uint64_t needed = 0;
   for (uint64_t v : vram) needed += !(m_config.share_bar1 && gs.shared.count(v));
-  if (needed > gs.res.bar1->free_pages())
+  if (needed > gs.res.bar1->free_pages()) {
+    ++gs.bar1_exhausted;
+    ++m_counters.bar1_exhausted;
     return refuse(ENOMEM, fn,
                   fmt::format("BAR1 of {} exhausted: {} pages needed, {} free", gs.res.name, needed,
                               gs.res.bar1->free_pages()));
+  }
 
   auto p = std::make_unique<pin>();
   p->caller = kernel::current_pid();

@@ -22,6 +22,7 @@ int kmd::pin(uint64_t address, uint64_t size, kmd_region** out) {
   auto r = std::make_unique<kmd_region>();
   r->va = virt_start;
   r->size = pin_size;
+  r->requested = size;
   r->owner = this;
   int ret =
       nvidia_p2p_get_pages(0, 0, virt_start, pin_size, &r->page_table, free_callback, r.get());

@@ -31,6 +31,7 @@ class kmd;
 // One pinned region: the guide's kmd_state.
 struct kmd_region {
   uint64_t va = 0, size = 0;  // 64 KiB aligned
+  uint64_t requested = 0;     // bytes the caller asked for, before the 64 KiB rounding
   nvidia_p2p_page_table_t* page_table = nullptr;
   nvidia_p2p_dma_mapping_t* dma_mapping = nullptr;
   int in_flight = 0;         // DMAs that use the region right now
@@ -66,6 +67,9 @@ class kmd {
   void set_wait_for_idle(std::function<void(kmd_region&)> wait) { m_wait = std::move(wait); }
   const kmd_stats& stats() const { return m_stats; }
   pci_dev* device() const { return m_device; }
+  // Every region pinned and not yet unpinned (revoked ones included, marked `invalidated`):
+  // what BAR1 sizing adds up to compare requested bytes with 64 KiB-rounded ones.
+  const std::vector<std::unique_ptr<kmd_region>>& regions() const { return m_regions; }
 
  private:
   static void free_callback(void* data);  // the guide's free_callback (6.4)

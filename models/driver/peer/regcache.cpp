@@ -21,11 +21,11 @@ bool regcache::still_valid(const entry& e) const {
 void regcache::drop(std::list<entry>::iterator it, bool unpin) {
   m_stats.pinned_bytes -= it->region->size;
   if (unpin && !it->region->invalidated) m_kmd.unpin(it->region);
-  m_lru.erase(it);
+  m_entries.erase(it);
 }
 
 bool regcache::evict_one() {
-  for (auto it = m_lru.rbegin(); it != m_lru.rend(); ++it)
+  for (auto it = m_entries.rbegin(); it != m_entries.rend(); ++it)
     if (it->users == 0) {
       ++m_stats.evictions;
       drop(std::next(it).base(), true);
@@ -36,7 +36,7 @@ bool regcache::evict_one() {
 
 int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
   if (!out || !size) return -EINVAL;
-  for (auto it = m_lru.begin(); it != m_lru.end(); ++it) {
+  for (auto it = m_entries.begin(); it != m_entries.end(); ++it) {
     if (address < it->pointer || address + size > it->pointer + it->size) continue;
     if (!still_valid(*it)) {  // freed or reallocated since: invalidate, then re-pin (6.5)
       ++m_stats.tag_invalidations;
@@ -45,8 +45,9 @@ int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
     }
     ++m_stats.hits;
     ++it->users;
-    m_lru.splice(m_lru.begin(), m_lru, it);
-    *out = m_lru.front().region;
+    // A use moves the entry away from eviction only under LRU; FIFO keeps the pinning order.
+    if (m_params.policy == eviction_policy::lru) m_entries.splice(m_entries.begin(), m_entries, it);
+    *out = it->region;
     return 0;
   }
   ++m_stats.misses;
@@ -65,9 +66,11 @@ int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
   while (m_params.max_pinned_bytes &&
          m_stats.pinned_bytes + aligned_size > m_params.max_pinned_bytes && evict_one()) {
   }
+  while (m_params.max_entries && m_entries.size() >= m_params.max_entries && evict_one()) {
+  }
   kmd_region* r = nullptr;
   int ret;
-  while ((ret = m_kmd.pin(base, bytes, &r)) == -ENOMEM) {  // BAR1 full: evict LRU, retry
+  while ((ret = m_kmd.pin(base, bytes, &r)) == -ENOMEM) {  // BAR1 full: evict one, retry
     if (!evict_one()) return ret;
     ++m_stats.enomem_retries;
   }
@@ -78,7 +81,7 @@ int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
   e.region = r;
   e.users = 1;
   cuPointerGetAttribute(&e.buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, base);
-  m_lru.push_front(e);
+  m_entries.push_front(e);
   m_stats.pinned_bytes += r->size;
   m_stats.peak_pinned_bytes = std::max(m_stats.peak_pinned_bytes, m_stats.pinned_bytes);
   *out = r;
@@ -86,8 +89,9 @@ int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
 }
 
 void regcache::release(kmd_region* r) {
-  auto it = std::find_if(m_lru.begin(), m_lru.end(), [&](const entry& e) { return e.region == r; });
-  if (it == m_lru.end()) return;  // revoked meanwhile
+  auto it = std::find_if(m_entries.begin(), m_entries.end(),
+                         [&](const entry& e) { return e.region == r; });
+  if (it == m_entries.end()) return;  // revoked meanwhile
   if (--it->users == 0 && !m_params.enabled) drop(it, true);
 }
 

@@ -1,9 +1,10 @@
 // A registration (pin-down) cache over the third-party kernel driver (GPUDirect RDMA 13.3,
 // 5.1 Lazy Unpinning, 5.2 Registration Cache, 6.5 Buffer ID Tag Check): whole allocations
 // (cuMemGetAddressRange) are pinned once, rounded to 64 KiB, kept pinned after use and
-// evicted least-recently-used when a limit is reached or BAR1 runs out (-ENOMEM: evict and
-// retry). Before an entry is reused its buffer ID is checked, so a freed or reallocated
-// buffer is never served from a stale mapping.
+// evicted least-recently-used (or first in, first out) when a limit is reached or BAR1 runs
+// out (-ENOMEM: evict and retry). Before an entry is reused its buffer ID is checked, so a
+// freed or reallocated buffer is never served from a stale mapping. The cache lives in user
+// space: a program has one per process, over the one kernel driver of the device.
 #pragma once
 
 #include <cstdint>
@@ -14,10 +15,19 @@
 
 namespace p2psim::peer {
 
+// Which unused entry goes first when a limit is reached or BAR1 runs out (guide 5.1 names
+// "the least recently used one" as an example; FIFO is what simpler caches do).
+enum class eviction_policy {
+  lru,   // least recently used
+  fifo,  // pinned longest ago, however often it was used since
+};
+
 struct regcache_params {
   bool enabled = true;            // false: pin before and unpin after every use
   bool tag_check = true;          // check CU_POINTER_ATTRIBUTE_BUFFER_ID on every hit (6.5)
   uint64_t max_pinned_bytes = 0;  // evict beyond this; 0: only BAR1 exhaustion evicts
+  size_t max_entries = 0;         // evict beyond this many regions; 0: no limit
+  eviction_policy policy = eviction_policy::lru;
 };
 
 struct regcache_stats {
@@ -37,7 +47,7 @@ class regcache {
   // Done with it: stays pinned (lazy unpinning) unless the cache is disabled.
   void release(kmd_region* r);
   const regcache_stats& stats() const { return m_stats; }
-  size_t entries() const { return m_lru.size(); }
+  size_t entries() const { return m_entries.size(); }
 
  private:
   struct entry {
@@ -52,7 +62,8 @@ class regcache {
 
   kmd& m_kmd;
   regcache_params m_params;
-  std::list<entry> m_lru;  // most recently used first
+  std::list<entry> m_entries;  // the next to evict last: most recently used (LRU) or
+                               // pinned (FIFO) first
   regcache_stats m_stats;
 };
 
