@@ -12,6 +12,11 @@ namespace {
 // serializer busy back to back, few enough that flow control, not a deep software queue,
 // decides who goes next.
 constexpr int issue_window = 1;
+
+// A memory write: the only kind of job whose TLPs are posted (no completion comes back).
+bool posted(const dma_job& j) {
+  return j.write && !j.atomic;
+}
 }  // namespace
 
 dma_requester::dma_requester(link::pcie_port& port, memory::backing_store& local,
@@ -35,8 +40,8 @@ void dma_requester::submit(dma_job job) {
   a.seq = m_submitted++;
   if (!a.job.segments.empty()) {
     const auto& s = a.job.segments[0];
-    a.split =
-        pcie::request_splitter(s.bus_address, s.length, a.job.write ? m_params.mps : m_params.mrrs);
+    a.split = pcie::request_splitter(s.bus_address, s.length,
+                                     posted(a.job) ? m_params.mps : m_params.mrrs);
   }
   m_active.push_back(std::move(a));
   issue();
@@ -47,8 +52,8 @@ void dma_requester::advance_segment(active_job& j) {
     ++j.segment;
     j.segment_done = 0;
     const auto& s = j.job.segments[j.segment];
-    j.split =
-        pcie::request_splitter(s.bus_address, s.length, j.job.write ? m_params.mps : m_params.mrrs);
+    j.split = pcie::request_splitter(s.bus_address, s.length,
+                                     posted(j.job) ? m_params.mps : m_params.mrrs);
   }
 }
 
@@ -67,8 +72,7 @@ bool dma_requester::waits_for_earlier(const active_job& j) const {
 
 bool dma_requester::issue_one(active_job& j) {
   if (waits_for_earlier(j)) return false;
-  const bool posted = j.job.write && !j.job.atomic;
-  if (!posted && m_tags.empty()) {
+  if (!posted(j.job) && m_tags.empty()) {
     ++m_stats.tag_stalls;
     return false;
   }
@@ -82,7 +86,7 @@ bool dma_requester::issue_one(active_job& j) {
   h.length = c.length;
   h.requester_id = m_params.bdf;
   h.attrs = j.job.attrs;
-  if (posted) {
+  if (posted(j.job)) {
     h.type = pcie::tlp_type::mwr;
     link::tlp_txn& t = link::tlp_pool::instance().make(h, j.job.stream);
     m_local.read(local, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
@@ -117,8 +121,7 @@ void dma_requester::issue() {
       blocked = 0;
       continue;
     }
-    const int queue = j.job.write && !j.job.atomic ? 0 : 1;  // posted or non-posted
-    if (m_unsent[queue] < issue_window && issue_one(j)) {
+    if (m_unsent[posted(j.job) ? 0 : 1] < issue_window && issue_one(j)) {
       blocked = 0;
       if (j.split.done())
         m_active.pop_front();

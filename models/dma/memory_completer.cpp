@@ -20,10 +20,9 @@ void memory_completer::read(link::pcie_port& port, tlm::tlm_generic_payload& gp,
                             const sc_core::sc_time& extra) {
   const auto& h = link::hdr(gp);
   uint64_t now = link::now_ps();
-  uint64_t latency = uint64_t(m_timing.latency_ns * 1000 + 0.5);
   // The access latency, then the request's bytes through the data path: its completions
   // leave once the data is read (they then serialize on the link one after another).
-  uint64_t done = m_path.serve(now + latency, h.length);
+  uint64_t done = m_path.serve(now + latency_ps(), h.length);
   sc_core::sc_time when = link::ps(done - now) + extra;
   const uint64_t base = h.address;
   send_completions(
@@ -41,8 +40,7 @@ void memory_completer::atomic(link::pcie_port& port, tlm::tlm_generic_payload& g
   if (m_on_store) m_on_store(offset, now_value);
   m_store.write(offset, now_value);
   uint64_t now = link::now_ps();
-  uint64_t latency = uint64_t(m_timing.latency_ns * 1000 + 0.5);
-  uint64_t done = m_path.serve(now + latency, size);
+  uint64_t done = m_path.serve(now + latency_ps(), size);
   pcie::tlp_header answer = h;  // one CplD with the old value
   answer.length = size;
   // The requester logs the returned value as it lands, as for a read.

@@ -53,6 +53,8 @@ class memory_completer {
   void on_store(store_hook hook) { m_on_store = std::move(hook); }
 
  private:
+  uint64_t latency_ps() const { return uint64_t(m_timing.latency_ns * 1000 + 0.5); }
+
   memory::backing_store& m_store;
   memory_timing m_timing;
   memory::throughput m_path;

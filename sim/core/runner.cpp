@@ -204,8 +204,7 @@ class driver : public sc_module {
   }
 
   // Transfers [first, last) at the same time, each in a thread of its own; results in order.
-  void bandwidth_group(size_t first, size_t last) {
-    const std::vector<uint64_t> base = base_offsets(m_sc);
+  void bandwidth_group(size_t first, size_t last, const std::vector<uint64_t>& base) {
     std::vector<bandwidth_result> results(last - first);
     std::vector<sc_process_handle> threads;
     for (size_t i = first; i < last; ++i)
@@ -238,12 +237,13 @@ class driver : public sc_module {
 
   void main() {
     m_doing = "starting";
+    const std::vector<uint64_t> base = base_offsets(m_sc);
     if (m_sc.measure_bandwidth)
       for (size_t i = 0; i < m_sc.transfers.size();) {
         size_t last = i + 1;
         while (last < m_sc.transfers.size() && m_sc.transfers[last].with_previous) ++last;
         m_doing = "transfer '" + m_sc.transfers[i].name + "'";
-        bandwidth_group(i, last);
+        bandwidth_group(i, last, base);
         i = last;
       }
     m_doing = "latency probes";

@@ -1,6 +1,8 @@
 // The subcommands of the p2psim command line.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -88,5 +90,7 @@ split_overrides parse_sets(const std::vector<std::string>& sets);
 // elaborates once per process, so each simulation of a command that runs several gets its
 // own. Returns the child's exit code; `what` names the run if it crashes.
 int run_self(const std::vector<std::string>& args, const std::string& what);
+// The same without waiting (for waitpid), stdout and stderr into `output` when given.
+pid_t start_self(const std::vector<std::string>& args, const std::string& output = "");
 
 }  // namespace p2psim::cli

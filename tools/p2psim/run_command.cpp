@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,7 +42,7 @@ split_overrides parse_sets(const std::vector<std::string>& sets) {
   return o;
 }
 
-int run_self(const std::vector<std::string>& args, const std::string& what) {
+pid_t start_self(const std::vector<std::string>& args, const std::string& output) {
   std::vector<std::string> copy = args;
   std::vector<char*> argv;
   for (auto& s : copy) argv.push_back(s.data());
@@ -50,9 +51,21 @@ int run_self(const std::vector<std::string>& args, const std::string& what) {
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
+    if (!output.empty()) {
+      int fd = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd < 0) _exit(3);
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+      close(fd);
+    }
     execv("/proc/self/exe", argv.data());
     _exit(3);
   }
+  return pid;
+}
+
+int run_self(const std::vector<std::string>& args, const std::string& what) {
+  pid_t pid = start_self(args);
   int status = 0;
   waitpid(pid, &status, 0);
   if (WIFEXITED(status)) return WEXITSTATUS(status);

@@ -9,7 +9,6 @@
 #include <iostream>
 #include <map>
 
-#include <fcntl.h>
 #include <fmt/format.h>
 
 #include "sim/config/error.h"
@@ -44,29 +43,6 @@ std::string self_path() {
   return fs::read_symlink("/proc/self/exe").string();
 }
 
-// Starts `p2psim run ARGS` with its output in `log`; returns the child's pid.
-pid_t start_run(const std::vector<std::string>& run_args, const std::string& log) {
-  std::vector<std::string> args = {self_path(), "run"};
-  args.insert(args.end(), run_args.begin(), run_args.end());
-  std::vector<char*> argv;
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  std::cout.flush();
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-      close(fd);
-    }
-    execv(argv[0], argv.data());
-    _exit(3);
-  }
-  return pid;
-}
-
 std::string point_text(const sweep::plan& p, size_t i) {
   std::string out;
   for (size_t k = 0; k < p.axes.size(); ++k)
@@ -97,8 +73,9 @@ size_t run_local(const sweep::plan& p, const std::string& dir, int jobs) {
   while (done < p.runs()) {
     while (next < p.runs() && running.size() < size_t(jobs)) {
       fs::remove(sweep::result_json_path(dir, next));
-      running[start_run(p.run_arguments(next, sweep::result_json_path(dir, next)), log_of(next))] =
-          next;
+      std::vector<std::string> args = {"p2psim", "run"};
+      for (auto& x : p.run_arguments(next, sweep::result_json_path(dir, next))) args.push_back(x);
+      running[start_self(args, log_of(next))] = next;
       ++next;
     }
     int status = 0;
