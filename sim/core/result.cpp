@@ -33,7 +33,12 @@ json to_json(const run_result& r) {
                             {"samples", l.samples},
                             {"ns", l.ns},
                             {"topology", r.topology}});
-  j["sim"] = {{"simulated_ns", r.simulated_ns}, {"wall_seconds", r.wall_seconds}, {"tlps", r.tlps}};
+  j["sim"] = {{"simulated_ns", r.simulated_ns},
+              {"tlps", r.tlps},
+              {"hops", r.hops},
+              {"fidelity", r.fidelity},
+              {"wall_seconds", r.wall_seconds},
+              {"peak_rss_kib", r.peak_rss_kib}};
   j["stats"] = r.stats;
   if (!r.program.is_null()) j["program"] = r.program;
   j["errors"] = r.errors;
@@ -75,6 +80,10 @@ run_result run_result_from_json(const json& j) {
   r.simulated_ns = s.at("simulated_ns");
   r.wall_seconds = s.at("wall_seconds");
   r.tlps = s.at("tlps");
+  r.hops = s.value("hops", uint64_t(0));
+  r.fidelity = s.value("fidelity", "tlp");
+  r.peak_rss_kib = s.value("peak_rss_kib", uint64_t(0));
+  r.data_wall_seconds = s.value("data_wall_seconds", 0.0);
   r.stats = j.value("stats", json::object());
   if (j.contains("program")) r.program = j["program"];
   r.errors = j.value("errors", std::vector<std::string>{});

@@ -39,7 +39,11 @@ struct run_result {
   std::vector<latency_result> latency;
   uint64_t simulated_ns = 0;
   double wall_seconds = 0;
-  uint64_t tlps = 0;
+  uint64_t tlps = 0;  // TLPs simulated (in burst fidelity: the TLPs the bursts stand for)
+  uint64_t hops = 0;  // TLP-hops: link traversals of those TLPs, every link summed
+  std::string fidelity = "tlp";
+  double data_wall_seconds = 0;  // of wall_seconds: filling source patterns, verifying bytes
+  uint64_t peak_rss_kib = 0;  // the process's peak resident memory (machine-dependent, like wall)
   nlohmann::json stats = nlohmann::json::object();
   nlohmann::json program;           // steps, driver and cache counters, BAR1 use (null: no program)
   std::vector<std::string> errors;  // failed checks (data mismatch, refused bytes)

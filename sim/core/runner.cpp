@@ -1,5 +1,7 @@
 #include "sim/core/runner.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <map>
 #include <memory>
@@ -121,6 +123,7 @@ class driver : public sc_module {
     link::stream_log& log = m_sys.streams();
     std::vector<std::unique_ptr<target_region>> regions;
     std::vector<uint32_t> ids;
+    auto data0 = std::chrono::steady_clock::now();
     for (int i = 0; i < streams; ++i) {
       uint64_t off = base + uint64_t(i) * slot_bytes(size);
       regions.push_back(std::make_unique<target_region>(m_sys, t.target, off, size, ro));
@@ -133,6 +136,11 @@ class driver : public sc_module {
         fill_pattern(reg.store(), reg.offset(), size, seed + i);
         fill_pattern(init.local(), off, size, ~(seed + i));
       }
+    }
+    count_data_wall(data0);
+    for (int i = 0; i < streams; ++i) {
+      auto& reg = *regions[i];
+      uint64_t off = base + uint64_t(i) * slot_bytes(size);
       uint32_t id = log.open(size);
       log[id].submit_ps = link::now_ps();
       ids.push_back(id);
@@ -156,6 +164,7 @@ class driver : public sc_module {
 
     outcome o;
     o.t0 = UINT64_MAX;
+    data0 = std::chrono::steady_clock::now();
     for (int i = 0; i < streams; ++i) {
       const auto& r = log[ids[i]];
       o.t0 = std::min(o.t0, r.first_start_ps ? r.first_start_ps : r.submit_ps);
@@ -174,7 +183,15 @@ class driver : public sc_module {
                             : count_changed(init.local(), off, size, ~(seed + i));
       }
     }
+    count_data_wall(data0);
     return o;
+  }
+
+  // Wall time spent making and checking the bytes rather than simulating (kept apart, so a
+  // benchmark can report the simulation's own cost).
+  void count_data_wall(std::chrono::steady_clock::time_point since) {
+    m_out.data_wall_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
   }
 
   bandwidth_result bandwidth(const transfer_spec& t, size_t index, uint64_t base) {
@@ -360,6 +377,14 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.simulated_ns = uint64_t(sc_time_stamp().to_seconds() * 1e9 + 0.5);
   r.tlps = link::tlp_pool::instance().created();
+  r.fidelity = to_string(s.fidelity);
+  for (const auto& l : sys.links())
+    r.hops += l.link->downstream().stats().tlps + l.link->upstream().stats().tlps;
+  for (const auto& q : sys.interconnects())
+    r.hops += q.link->a_to_b().stats().tlps + q.link->b_to_a().stats().tlps;
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  r.peak_rss_kib = uint64_t(ru.ru_maxrss);  // Linux: KiB
   topo::fabric_graph g(t);
   for (auto& b : r.bandwidth) {
     if (t.find_device(b.src) && t.find_device(b.dst)) {

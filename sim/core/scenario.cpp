@@ -47,13 +47,18 @@ transfer_spec read_transfer(const config::node_reader& r, size_t index) {
 
 }  // namespace
 
+const char* to_string(fidelity f) {
+  return f == fidelity::burst ? "burst" : "tlp";
+}
+
 scenario load_scenario(const std::string& path,
                        const std::vector<config::override_spec>& overrides) {
   config::document doc = config::document::load(path);
   for (const auto& o : overrides) apply_override(doc, o, config::override_rules{});
   config::node_reader r = doc.root();
-  reject_unknown(r, {"name", "description", "topology", "topologies", "transfers", "measure",
-                     "verify", "seed", "driver", "peer_driver", "processes", "program"});
+  reject_unknown(
+      r, {"name", "description", "topology", "topologies", "transfers", "measure", "verify", "seed",
+          "fidelity", "driver", "peer_driver", "processes", "program"});
   scenario s;
   s.file = path;
   s.name = r.str("name", fs::path(path).stem().string());
@@ -106,6 +111,8 @@ scenario load_scenario(const std::string& path,
   }
   s.verify = r.boolean("verify", true);
   s.seed = uint64_t(r.integer("seed", 0, INT64_MAX, 1));
+  s.fidelity =
+      r.choice("fidelity", {"tlp", "burst"}, "tlp") == "burst" ? fidelity::burst : fidelity::tlp;
   r.done();
   return s;
 }

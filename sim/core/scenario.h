@@ -31,6 +31,13 @@ struct transfer_spec {
   config::source_loc loc;
 };
 
+// How finely the fabric is simulated. tlp: every TLP is a transaction of its own (the
+// reference; litmus tests always use it). burst: a DMA moves in bursts of many TLPs, each
+// charged the same per-TLP framing, header, DLLP, credit and tag costs analytically (for
+// sweeps and BAR1 studies: same bytes, same ordering between bursts, far fewer events).
+enum class fidelity { tlp, burst };
+const char* to_string(fidelity f);
+
 struct scenario {
   std::string name;
   std::string description;
@@ -42,8 +49,9 @@ struct scenario {
   bool measure_latency = true;
   uint64_t latency_size = 4;  // bytes moved by a latency probe
   int latency_samples = 8;
-  bool verify = true;    // compare every byte after each transfer
-  uint64_t seed = 1;     // data patterns
+  bool verify = true;  // compare every byte after each transfer
+  uint64_t seed = 1;   // data patterns
+  core::fidelity fidelity = core::fidelity::tlp;
   program_spec program;  // processes calling CUDA and the third-party driver (optional)
 };
 

@@ -29,6 +29,10 @@ void add_run(CLI::App& app, run_args& a) {
   c->add_option("scenario", a.scenario, "Scenario YAML file")->required();
   c->add_option("--json", a.json, "Write the results as JSON to this file");
   c->add_option("--set", a.sets, "Override a parameter: path=value (e.g. link.gpu0.gen=4)");
+  c->add_option_function<std::string>(
+       "--fidelity", [&a](const std::string& f) { a.sets.push_back("fidelity=" + f); },
+       "tlp (every TLP, the default) or burst (DMAs in bursts of TLPs, for sweeps)")
+      ->check(CLI::IsMember({"tlp", "burst"}));
   c->add_option("--only-topology", a.only_topology)->group("");  // internal
   c->add_option("--result-file", a.result_file)->group("");      // internal
 }
@@ -103,7 +107,8 @@ json combined_json(const core::scenario& sc, const std::vector<core::run_result>
   j["bandwidth"] = json::array();
   j["latency"] = json::array();
   j["runs"] = json::array();
-  uint64_t ns = 0, tlps = 0;
+  uint64_t ns = 0, tlps = 0, hops = 0, rss = 0;
+  double data_wall = 0;
   for (const auto& r : runs) {
     json rj = core::to_json(r);
     for (auto& b : rj["bandwidth"]) j["bandwidth"].push_back(b);
@@ -111,8 +116,14 @@ json combined_json(const core::scenario& sc, const std::vector<core::run_result>
     j["runs"].push_back(rj);
     ns += r.simulated_ns;
     tlps += r.tlps;
+    hops += r.hops;
+    rss = std::max(rss, r.peak_rss_kib);
+    data_wall += r.data_wall_seconds;
   }
-  j["sim"] = {{"simulated_ns", ns}, {"wall_seconds", wall}, {"tlps", tlps}};
+  j["sim"] = {{"simulated_ns", ns},   {"tlps", tlps},
+              {"hops", hops},         {"fidelity", runs.empty() ? "tlp" : runs[0].fidelity},
+              {"wall_seconds", wall}, {"data_wall_seconds", data_wall},
+              {"peak_rss_kib", rss}};
   return j;
 }
 
