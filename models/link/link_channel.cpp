@@ -13,7 +13,12 @@ using namespace sc_core;
 
 link_channel::link_channel(sc_module_name name, const channel_timing& timing,
                            const pcie::credit_limits& receiver_credits)
-    : sc_module(name), in("in"), out("out"), m_timing(timing), m_credits(receiver_credits) {
+    : sc_module(name),
+      in("in"),
+      out("out"),
+      m_timing(timing),
+      m_ps_per_wire_byte(timing.ps_per_byte / (1.0 - timing.skip_fraction)),
+      m_credits(receiver_credits) {
   in.register_nb_transport_fw(this, &link_channel::in_fw);
   out.register_nb_transport_bw(this, &link_channel::out_bw);
   SC_HAS_PROCESS(link_channel);
@@ -31,7 +36,7 @@ uint64_t link_channel::serialization_ps(const pcie::tlp_header& h) const {
 
 tlm::tlm_sync_enum link_channel::in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time& d) {
   uint64_t now = now_ps();
-  uint64_t ready = now + d.value() / sc_time(1, SC_PS).value();
+  uint64_t ready = now + to_ps(d);
   auto c = int(pcie::fc_class_of(hdr(gp).type));
   m_queue[c].push_back({&gp, ready, m_seq++});
   uint64_t depth = m_queue[0].size() + m_queue[1].size() + m_queue[2].size();
@@ -43,7 +48,7 @@ tlm::tlm_sync_enum link_channel::in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_ph
 tlm::tlm_sync_enum link_channel::out_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time& d) {
   // The receiver freed the buffer: its UpdateFC reaches us one propagation latency later.
   const auto& h = hdr(gp);
-  uint64_t arrival = now_ps() + d.value() / sc_time(1, SC_PS).value() + m_timing.latency_ps;
+  uint64_t arrival = now_ps() + to_ps(d) + m_timing.latency_ps;
   m_credits.schedule_return(pcie::fc_class_of(h.type), pcie::credit_cost_of(h), arrival);
   if (!m_pumping) pump();
   return tlm::TLM_ACCEPTED;
@@ -123,6 +128,18 @@ link_channel::slot link_channel::pick_explored(uint64_t now, uint64_t& wake,
   return eligible[m == 1 ? 0 : choices.pick(m)];
 }
 
+namespace {
+// Adds `fresh` bytes to a DLLP counter that owes one DLLP every `limit` bytes (0: never);
+// returns the DLLPs now due. A TLP is at most a few limits long: subtracting beats dividing.
+uint64_t due_dllps(uint64_t& counter, uint64_t fresh, uint32_t limit) {
+  if (!limit) return 0;
+  counter += fresh;
+  uint64_t n = 0;
+  while (counter >= limit) counter -= limit, ++n;
+  return n;
+}
+}  // namespace
+
 void link_channel::start(entry e, uint64_t now) {
   auto& gp = *e.gp;
   auto& h = hdr(gp);
@@ -136,24 +153,14 @@ void link_channel::start(entry e, uint64_t now) {
   // time, their own bytes included: the rate of the spec's tables, and pcie-bench's model.
   uint64_t fresh = tlp_bytes;
   while (fresh) {
-    uint64_t dllps = 0;
-    if (m_timing.ack_limit) {
-      m_ack_bytes += fresh;
-      dllps += m_ack_bytes / m_timing.ack_limit;
-      m_ack_bytes %= m_timing.ack_limit;
-    }
-    if (m_timing.fc_limit) {
-      m_fc_bytes += fresh;
-      dllps += m_fc_bytes / m_timing.fc_limit;
-      m_fc_bytes %= m_timing.fc_limit;
-    }
+    const uint64_t dllps = due_dllps(m_ack_bytes, fresh, m_timing.ack_limit) +
+                           due_dllps(m_fc_bytes, fresh, m_timing.fc_limit);
     fresh = dllps * pcie::dllp_bytes;
     bytes += fresh;
     m_stats.dllps += dllps;
   }
-  double scale = m_timing.ps_per_byte / (1.0 - m_timing.skip_fraction);
-  uint64_t ser = uint64_t(bytes * scale + 0.5);
-  uint64_t tlp_ser = uint64_t(tlp_bytes * scale + 0.5);
+  uint64_t ser = uint64_t(bytes * m_ps_per_wire_byte + 0.5);
+  uint64_t tlp_ser = uint64_t(tlp_bytes * m_ps_per_wire_byte + 0.5);
   m_busy_until = now + ser;
   meta(gp).last_ser_ps = tlp_ser;
   ++m_stats.tlps;
@@ -193,7 +200,10 @@ void link_channel::pump() {
     }
     auto& q = m_queue[s.cls];
     entry e = q[s.index];
-    q.erase(q.begin() + long(s.index));
+    if (s.index == 0)
+      q.pop_front();
+    else
+      q.erase(q.begin() + long(s.index));
     start(e, now);
   }
   m_pumping = false;

@@ -71,6 +71,7 @@ class link_channel : public sc_core::sc_module {
   void wake_at(uint64_t t, uint64_t now);
 
   channel_timing m_timing;
+  double m_ps_per_wire_byte;  // SKIP ordered sets included
   pcie::credit_gate m_credits;
   std::deque<entry> m_queue[pcie::fc_class_count];
   uint64_t m_seq = 0;

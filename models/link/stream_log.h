@@ -38,11 +38,20 @@ class stream_log {
   sc_core::sc_event m_finished;
 };
 
+// Simulated time in picoseconds. These run several times per TLP, so they convert with the
+// kernel's tick count (SystemC's default resolution is 1 ps) instead of through a double.
+inline uint64_t ticks_per_ps() {
+  static const uint64_t n = sc_core::sc_time(1, sc_core::SC_PS).value();
+  return n;
+}
+inline uint64_t to_ps(const sc_core::sc_time& t) {
+  return t.value() / ticks_per_ps();
+}
 inline uint64_t now_ps() {
-  return sc_core::sc_time_stamp().value() / sc_core::sc_time(1, sc_core::SC_PS).value();
+  return to_ps(sc_core::sc_time_stamp());
 }
 inline sc_core::sc_time ps(uint64_t v) {
-  return sc_core::sc_time(double(v), sc_core::SC_PS);
+  return sc_core::sc_time::from_value(v * ticks_per_ps());
 }
 
 }  // namespace p2psim::link

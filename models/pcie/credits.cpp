@@ -1,5 +1,7 @@
 #include "models/pcie/credits.h"
 
+#include <iterator>
+
 namespace p2psim::pcie {
 
 credit_cost credit_cost_of(const tlp_header& h) {
@@ -22,12 +24,12 @@ credit_gate::credit_gate(const credit_limits& l) {
 }
 
 void credit_gate::advance(time_ps now) {
-  while (!m_pending.empty() && m_pending.top().arrival <= now) {
-    const pending_return& r = m_pending.top();
+  while (!m_pending.empty() && m_pending.front().arrival <= now) {
+    const pending_return& r = m_pending.front();
     pool& p = m_avail[int(r.cls)];
     p.header += r.cost.header;
     p.data += r.cost.data;
-    m_pending.pop();
+    m_pending.pop_front();
   }
 }
 
@@ -47,7 +49,9 @@ void credit_gate::schedule_return(fc_class c, credit_cost cost, time_ps arrival)
   if (p.inf_header && p.inf_data) return;
   if (p.inf_header) cost.header = 0;
   if (p.inf_data) cost.data = 0;
-  m_pending.push({arrival, c, cost});
+  auto at = m_pending.end();
+  while (at != m_pending.begin() && std::prev(at)->arrival > arrival) --at;
+  m_pending.insert(at, {arrival, c, cost});
 }
 
 bool credit_gate::infinite(fc_class c) const {
