@@ -42,6 +42,33 @@ void send_completions(link::pcie_port& port, const pcie::tlp_header& req, uint32
   }
 }
 
+// Burst fidelity: the completions for a burst of read requests, as one CplD burst that
+// stands for every completion send_completions would have cut for each of its requests.
+template <typename ReadFn>
+void send_completion_burst(link::pcie_port& port, const pcie::tlp_header& req,
+                           const pcie::tlp_meta& req_meta, uint16_t completer_id,
+                           uint32_t cpl_bytes, uint32_t rcb, const sc_core::sc_time& not_before,
+                           memory::shared_chunk whole, ReadFn&& read) {
+  pcie::tlp_header c;
+  c.type = pcie::tlp_type::cpld;
+  c.requester_id = req.requester_id;
+  c.completer_id = completer_id;
+  c.tag = req.tag;
+  c.attrs = req.attrs;
+  c.address = req.address;
+  c.length = req.length;
+  c.byte_count = req.length;
+  c.lower_address = uint8_t(req.address & 0x7f);
+  link::tlp_txn& t = link::tlp_pool::instance().make_burst(
+      c, req_meta.stream,
+      pcie::count_completions(req.address, req.length, req_meta.unit, cpl_bytes, rcb), cpl_bytes);
+  if (whole)  // exactly one whole chunk of the completer's memory: carried, not copied
+    t.carry(std::move(whole));
+  else
+    read(req.address, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
+  port.send(t, not_before);
+}
+
 // A completion without data carrying an error status (UR or CA) for a refused request.
 void send_error_completion(link::pcie_port& port, const pcie::tlp_header& req, uint32_t stream,
                            uint16_t completer_id, pcie::cpl_status status,

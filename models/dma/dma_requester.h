@@ -12,6 +12,7 @@
 
 #include "models/link/pcie_port.h"
 #include "models/link/stream_log.h"
+#include "models/link/tlp_txn.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/split.h"
 #include "models/pcie/tag_pool.h"
@@ -45,6 +46,10 @@ struct requester_params {
   uint32_t mps = 256;
   uint32_t mrrs = 512;
   uint32_t tags = 256;
+  // Burst fidelity: the most bytes one transaction carries (a power of two; bursts never
+  // cross a multiple of it, so keep it within the pages the path translates: 64 KiB BAR1
+  // pages, 4 KiB behind a translating IOMMU). 0: TLP fidelity.
+  uint32_t burst_bytes = 0;
 };
 
 struct requester_stats {
@@ -76,17 +81,23 @@ class dma_requester {
     pcie::request_splitter split;
     uint64_t segment_done = 0;  // bytes of the current segment already issued
     uint64_t seq = 0;           // submission order
+    uint32_t burst_bytes = 0;   // burst fidelity: this job's burst size (0: TLP by TLP)
   };
   struct read_slot {
     uint32_t stream = 0;
     uint64_t address = 0;       // next byte expected
     uint64_t local_offset = 0;  // where that byte goes
     uint32_t remaining = 0;
+    std::vector<uint16_t> more_tags;  // a read burst's tags besides the one in its header
   };
   void issue();
   bool issue_one(active_job& j);
   void advance_segment(active_job& j);
   bool waits_for_earlier(const active_job& j) const;
+  uint32_t burst_limit(const dma_job& j) const;  // TLPs the next burst may stand for
+  uint32_t burst_size(const dma_job& j) const;   // bytes per burst for this job
+  static link::tlp_txn& make(const pcie::tlp_header& h, uint32_t stream, bool burst, uint32_t tlps,
+                             uint32_t unit);
 
   link::pcie_port& m_port;
   memory::backing_store& m_local;

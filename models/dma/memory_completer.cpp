@@ -7,9 +7,10 @@ namespace p2psim::dma {
 
 sc_core::sc_time memory_completer::write(tlm::tlm_generic_payload& gp, uint64_t offset) {
   const auto& h = link::hdr(gp);
-  std::span<const uint8_t> data(link::txn(gp).bytes);
+  const link::tlp_txn& t = link::txn(gp);
+  std::span<const uint8_t> data = t.payload();
   if (m_on_store) m_on_store(offset, data);
-  m_store.write(offset, data);
+  if (!t.shared || !m_store.adopt(offset, t.shared)) m_store.write(offset, data);
   uint64_t now = link::now_ps();
   uint64_t done = m_path.serve(now, h.length);
   m_log.landed(link::meta(gp).stream, h.length, done);
@@ -25,9 +26,15 @@ void memory_completer::read(link::pcie_port& port, tlm::tlm_generic_payload& gp,
   uint64_t done = m_path.serve(now + latency_ps(), h.length);
   sc_core::sc_time when = link::ps(done - now) + extra;
   const uint64_t base = h.address;
-  send_completions(
-      port, h, link::meta(gp).stream, m_id, m_timing.cpl_bytes, m_timing.rcb, when,
-      [&](uint64_t addr, std::span<uint8_t> out) { m_store.read(offset + (addr - base), out); });
+  auto fetch = [&](uint64_t addr, std::span<uint8_t> out) {
+    m_store.read(offset + (addr - base), out);
+  };
+  if (link::meta(gp).burst)
+    send_completion_burst(port, h, link::meta(gp), m_id, m_timing.cpl_bytes, m_timing.rcb, when,
+                          m_store.share(offset, h.length), fetch);
+  else
+    send_completions(port, h, link::meta(gp).stream, m_id, m_timing.cpl_bytes, m_timing.rcb, when,
+                     fetch);
 }
 
 void memory_completer::atomic(link::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
@@ -36,7 +43,7 @@ void memory_completer::atomic(link::pcie_port& port, tlm::tlm_generic_payload& g
   const uint32_t size = pcie::atomic_result_bytes(h.type, h.length);
   std::vector<uint8_t> old(size);
   m_store.read(offset, old);
-  std::vector<uint8_t> now_value = pcie::atomic_result(h.type, old, link::txn(gp).bytes);
+  std::vector<uint8_t> now_value = pcie::atomic_result(h.type, old, link::txn(gp).payload());
   if (m_on_store) m_on_store(offset, now_value);
   m_store.write(offset, now_value);
   uint64_t now = link::now_ps();

@@ -49,9 +49,22 @@ tlm::tlm_sync_enum link_channel::out_bw(tlm::tlm_generic_payload& gp, tlm::tlm_p
   // The receiver freed the buffer: its UpdateFC reaches us one propagation latency later.
   const auto& h = hdr(gp);
   uint64_t arrival = now_ps() + to_ps(d) + m_timing.latency_ps;
-  m_credits.schedule_return(pcie::fc_class_of(h.type), pcie::credit_cost_of(h), arrival);
+  m_credits.schedule_return(pcie::fc_class_of(h.type), credit_cost_of(gp), arrival);
   if (!m_pumping) pump();
   return tlm::TLM_ACCEPTED;
+}
+
+// A burst's credits: a header credit for each of its TLPs and the payload's data credits.
+pcie::credit_cost link_channel::credit_cost_of(const tlm::tlm_generic_payload& gp) {
+  pcie::credit_cost c = pcie::credit_cost_of(hdr(gp));
+  c.header = meta(gp).tlps;
+  return c;
+}
+
+bool link_channel::may_start(const tlm::tlm_generic_payload& gp) const {
+  const auto c = pcie::fc_class_of(hdr(gp).type);
+  return meta(gp).burst ? m_credits.can_start_burst(c, credit_cost_of(gp))
+                        : m_credits.can_send(c, credit_cost_of(gp));
 }
 
 // The oldest ready head that has credits and may pass every older head still waiting.
@@ -77,8 +90,7 @@ link_channel::slot link_channel::pick(uint64_t now, uint64_t& wake) {
       if (heads[j]->ready_ps <= now && pcie::may_pass(h, hdr(*heads[j]->gp)) == pcie::passing::no)
         passes = false;
     if (!passes) continue;
-    if (m_credits.can_send(pcie::fc_class_of(h.type), pcie::credit_cost_of(h)))
-      return {int(pcie::fc_class_of(h.type)), 0};
+    if (may_start(*e->gp)) return {int(pcie::fc_class_of(h.type)), 0};
     ++m_stats.credit_stalls;
     if (uint64_t r = m_credits.next_return()) wake = wake ? std::min(wake, r) : r;
   }
@@ -117,7 +129,7 @@ link_channel::slot link_channel::pick_explored(uint64_t now, uint64_t& wake,
       passes = older.ready_ps > now || pcie::may_pass(h, hdr(*older.gp)) != pcie::passing::no;
     }
     if (!passes) continue;
-    if (!m_credits.can_send(pcie::fc_class_of(h.type), pcie::credit_cost_of(h))) {
+    if (!may_start(*e.gp)) {
       ++m_stats.credit_stalls;
       if (uint64_t r = m_credits.next_return()) wake = wake ? std::min(wake, r) : r;
       continue;
@@ -135,6 +147,10 @@ uint64_t due_dllps(uint64_t& counter, uint64_t fresh, uint32_t limit) {
   if (!limit) return 0;
   counter += fresh;
   uint64_t n = 0;
+  if (counter >= 8ull * limit) {  // a burst: many at once
+    n = counter / limit;
+    counter %= limit;
+  }
   while (counter >= limit) counter -= limit, ++n;
   return n;
 }
@@ -143,12 +159,15 @@ uint64_t due_dllps(uint64_t& counter, uint64_t fresh, uint32_t limit) {
 void link_channel::start(entry e, uint64_t now) {
   auto& gp = *e.gp;
   auto& h = hdr(gp);
-  m_credits.consume(pcie::fc_class_of(h.type), pcie::credit_cost_of(h));
-  uint64_t bytes = m_timing.pcie_framing
-                       ? pcie::wire_bytes(h)
-                       : (pcie::has_data(h.type) ? h.length : 0) + m_timing.packet_overhead;
-  if (m_timing.ecrc && m_timing.pcie_framing && !h.ecrc) bytes += 4;  // TLP digest
-  const uint64_t tlp_bytes = bytes;
+  const auto& m = meta(gp);
+  m_credits.consume(pcie::fc_class_of(h.type), credit_cost_of(gp));
+  const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
+  uint64_t per_tlp =
+      m_timing.pcie_framing ? pcie::wire_bytes(h) - payload : m_timing.packet_overhead;
+  if (m_timing.ecrc && m_timing.pcie_framing && !h.ecrc) per_tlp += 4;  // TLP digest
+  // A burst pays every one of its TLPs' framing, header and digest.
+  const uint64_t tlp_bytes = payload + per_tlp * m.tlps;
+  uint64_t bytes = tlp_bytes;
   // ACK and UpdateFC DLLPs take 8 of every ack_limit (fc_limit) bytes of this direction's
   // time, their own bytes included: the rate of the spec's tables, and pcie-bench's model.
   uint64_t fresh = tlp_bytes;
@@ -163,9 +182,9 @@ void link_channel::start(entry e, uint64_t now) {
   uint64_t tlp_ser = uint64_t(tlp_bytes * m_ps_per_wire_byte + 0.5);
   m_busy_until = now + ser;
   meta(gp).last_ser_ps = tlp_ser;
-  ++m_stats.tlps;
-  m_stats.relaxed_ordering_tlps += h.attrs.relaxed_ordering;
-  m_stats.payload_bytes += pcie::has_data(h.type) ? h.length : 0;
+  m_stats.tlps += m.tlps;
+  m_stats.relaxed_ordering_tlps += h.attrs.relaxed_ordering ? m.tlps : 0;
+  m_stats.payload_bytes += payload;
   m_stats.wire_bytes += bytes;
   m_stats.busy_ps += ser;
 

@@ -68,6 +68,8 @@ class link_channel : public sc_core::sc_module {
   slot pick(uint64_t now, uint64_t& wake_at);
   slot pick_explored(uint64_t now, uint64_t& wake_at, pcie::choice_source& choices);
   void start(entry e, uint64_t now);
+  static pcie::credit_cost credit_cost_of(const tlm::tlm_generic_payload& gp);
+  bool may_start(const tlm::tlm_generic_payload& gp) const;  // the receiver has room
   void wake_at(uint64_t t, uint64_t now);
 
   channel_timing m_timing;

@@ -20,10 +20,12 @@ tlp_txn& tlp_pool::make(const pcie::tlp_header& h, uint32_t stream) {
   t->ext.hdr = h;
   t->ext.meta = pcie::tlp_meta{};
   t->ext.meta.serial = ++m_serial;
+  ++m_tlps;
   t->ext.meta.stream = stream;
   t->ext.ingress_port = -1;
   t->ext.parent = nullptr;
   uint32_t n = pcie::has_data(h.type) ? h.length : 0;
+  t->shared.reset();
   t->bytes.resize(n);
   t->set_command(h.type == pcie::tlp_type::mrd ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
   t->set_address(h.address);
@@ -36,8 +38,26 @@ tlp_txn& tlp_pool::make(const pcie::tlp_header& h, uint32_t stream) {
   return *t;
 }
 
+tlp_txn& tlp_pool::make_burst(const pcie::tlp_header& h, uint32_t stream, uint32_t tlps,
+                              uint32_t unit) {
+  tlp_txn& t = make(h, stream);
+  t.ext.meta.burst = true;
+  t.ext.meta.tlps = tlps;
+  t.ext.meta.unit = unit;
+  m_tlps += tlps - 1;
+  return t;
+}
+
+void tlp_pool::re_emit(tlp_txn& t, uint32_t tlps, uint32_t unit) {
+  t.ext.meta.tlps = tlps;
+  t.ext.meta.unit = unit;
+  m_tlps += tlps;
+}
+
 void tlp_pool::free(tlm::tlm_generic_payload* gp) {
-  m_free.push_back(static_cast<tlp_txn*>(gp));
+  auto* t = static_cast<tlp_txn*>(gp);
+  t->shared.reset();  // a chunk held here would cost its stores a copy on their next write
+  m_free.push_back(t);
 }
 
 tlp_pool::~tlp_pool() {

@@ -3,9 +3,12 @@
 // allocation per TLP once warm) and go back to it when their last owner releases them.
 #pragma once
 
+#include <memory>
+#include <span>
 #include <tlm>
 #include <vector>
 
+#include "models/memory/shared_chunk.h"
 #include "models/pcie/tlp.h"
 
 namespace p2psim::link {
@@ -23,12 +26,41 @@ struct tlp_ext : tlm::tlm_extension<tlp_ext> {
   }
 };
 
+// An allocator that leaves new bytes uninitialised: a payload buffer is always written in
+// full before it is read, so zeroing it first would only cost time on every TLP.
+template <typename T>
+struct uninitialized_allocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = uninitialized_allocator<U>;
+  };
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    if constexpr (sizeof...(Args) > 0)
+      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    else
+      ::new (static_cast<void*>(p)) U;
+  }
+};
+
 class tlp_txn : public tlm::tlm_generic_payload {
  public:
   tlp_txn() { set_extension(&ext); }
   ~tlp_txn() override { clear_extension(&ext); }
   tlp_ext ext;
-  std::vector<uint8_t> bytes;
+  std::vector<uint8_t, uninitialized_allocator<uint8_t>> bytes;
+  // Burst fidelity: a burst of one whole memory chunk carries the chunk itself (shared, copy
+  // on write) instead of a copy of its bytes.
+  memory::shared_chunk shared;
+  void carry(memory::shared_chunk c) {
+    shared = std::move(c);
+    bytes.clear();
+    set_data_ptr(const_cast<uint8_t*>(shared.data()));
+  }
+  std::span<const uint8_t> payload() const {
+    return shared ? std::span<const uint8_t>(shared.data(), get_data_length())
+                  : std::span<const uint8_t>(bytes.data(), bytes.size());
+  }
 };
 
 inline tlp_txn& txn(tlm::tlm_generic_payload& gp) {
@@ -40,6 +72,15 @@ inline pcie::tlp_header& hdr(tlm::tlm_generic_payload& gp) {
 inline pcie::tlp_meta& meta(tlm::tlm_generic_payload& gp) {
   return txn(gp).ext.meta;
 }
+inline const tlp_txn& txn(const tlm::tlm_generic_payload& gp) {
+  return static_cast<const tlp_txn&>(gp);
+}
+inline const pcie::tlp_header& hdr(const tlm::tlm_generic_payload& gp) {
+  return txn(gp).ext.hdr;
+}
+inline const pcie::tlp_meta& meta(const tlm::tlm_generic_payload& gp) {
+  return txn(gp).ext.meta;
+}
 
 class tlp_pool : public tlm::tlm_mm_interface {
  public:
@@ -47,13 +88,19 @@ class tlp_pool : public tlm::tlm_mm_interface {
   // A fresh TLP with `h` as header and room for its payload; reference count 1.
   tlp_txn& make(const pcie::tlp_header& h, uint32_t stream);
   void free(tlm::tlm_generic_payload* gp) override;
-  uint64_t created() const { return m_serial; }  // TLPs made so far (the run's TLP count)
+  // Burst fidelity: a transaction that stands for `tlps` TLPs of at most `unit` bytes.
+  tlp_txn& make_burst(const pcie::tlp_header& h, uint32_t stream, uint32_t tlps, uint32_t unit);
+  // A component re-emits burst `t` as `tlps` smaller TLPs (new TLPs, as when it cuts a TLP).
+  void re_emit(tlp_txn& t, uint32_t tlps, uint32_t unit);
+  uint64_t created() const { return m_serial; }  // transactions made so far
+  uint64_t tlps() const { return m_tlps; }       // TLPs they stand for (the run's TLP count)
   ~tlp_pool() override;
 
  private:
   std::vector<tlp_txn*> m_free;
   std::vector<tlp_txn*> m_all;
   uint64_t m_serial = 0;
+  uint64_t m_tlps = 0;
 };
 
 }  // namespace p2psim::link

@@ -10,13 +10,13 @@ namespace p2psim::memory {
 
 backing_store::backing_store(uint64_t capacity)
     : m_capacity(capacity),
-      m_chunks(make_zeroed<uint8_t*>((capacity + chunk_bytes - 1) / chunk_bytes)) {}
+      m_chunks(make_zeroed<chunk*>((capacity + chunk_bytes - 1) / chunk_bytes)) {}
 
 backing_store::~backing_store() {
   // Stops at the last chunk written: the rest of the index was never touched.
   for (uint64_t i = 0, left = m_allocated; left; ++i)
     if (m_chunks[i]) {
-      std::free(m_chunks[i]);
+      chunk::release(m_chunks[i]);
       --left;
     }
 }
@@ -29,12 +29,36 @@ void backing_store::check(uint64_t offset, uint64_t length) const {
 }
 
 uint8_t* backing_store::chunk_for_write(uint64_t index) {
-  uint8_t*& c = m_chunks[index];
+  chunk*& c = m_chunks[index];
   if (!c) {
-    c = make_zeroed<uint8_t>(chunk_bytes).release();
+    c = chunk::zeroed();
     ++m_allocated;
+  } else if (c->refs > 1) {  // shared: this store gets a copy of its own first
+    chunk* mine = chunk::copy_of(*c);
+    chunk::release(c);
+    c = mine;
   }
-  return c;
+  return c->bytes;
+}
+
+shared_chunk backing_store::share(uint64_t offset, uint64_t length) const {
+  check(offset, length);
+  if (offset % chunk_bytes || length != chunk_bytes) return {};
+  return shared_chunk(m_chunks[offset / chunk_bytes]);
+}
+
+bool backing_store::adopt(uint64_t offset, const shared_chunk& c) {
+  check(offset, chunk_bytes);
+  if (offset % chunk_bytes || !c) return false;
+  chunk*& slot = m_chunks[offset / chunk_bytes];
+  if (slot == c.get()) return true;
+  if (slot)
+    chunk::release(slot);
+  else
+    ++m_allocated;
+  slot = c.get();
+  ++slot->refs;
+  return true;
 }
 
 // Visits [offset, offset + length) chunk by chunk: f(chunk index, offset in chunk, bytes
@@ -59,8 +83,8 @@ void backing_store::write(uint64_t offset, std::span<const uint8_t> data) {
 
 void backing_store::read(uint64_t offset, std::span<uint8_t> out) const {
   for_each_piece(offset, out.size(), [&](uint64_t chunk, uint64_t at, uint64_t done, uint64_t n) {
-    if (const uint8_t* c = m_chunks[chunk])
-      std::memcpy(out.data() + done, c + at, n);
+    if (const struct chunk* c = m_chunks[chunk])
+      std::memcpy(out.data() + done, c->bytes + at, n);
     else
       std::memset(out.data() + done, 0, n);  // never written: zeros
   });

@@ -1,19 +1,21 @@
 // Sparse byte storage for host DRAM, GPU VRAM and device memory: real bytes, allocated in
-// 1 MiB chunks on first write, so a 64 GiB memory costs only what a scenario touches.
-// Unwritten bytes read as zero. Direct-indexed: no hashing on the per-TLP path.
+// 64 KiB chunks on first write, so a 64 GiB memory costs only what a scenario touches.
+// Unwritten bytes read as zero. Direct-indexed: no hashing on the per-TLP path. Whole chunks
+// can be shared with other stores (copy on write): see shared_chunk.h.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
 
+#include "models/memory/shared_chunk.h"
 #include "models/memory/zeroed_array.h"
 
 namespace p2psim::memory {
 
 class backing_store {
  public:
-  static constexpr uint64_t chunk_bytes = 1 << 20;
+  static constexpr uint64_t chunk_bytes = memory::chunk_bytes;
 
   explicit backing_store(uint64_t capacity);
   ~backing_store();
@@ -24,17 +26,23 @@ class backing_store {
   void write(uint64_t offset, std::span<const uint8_t> data);
   void read(uint64_t offset, std::span<uint8_t> out) const;
   void fill(uint64_t offset, uint64_t length, uint8_t value);
+  // The chunk holding [offset, offset + length) if that is exactly one whole written chunk
+  // (empty otherwise: the caller copies bytes instead).
+  shared_chunk share(uint64_t offset, uint64_t length) const;
+  // Makes [offset, offset + chunk_bytes) the shared chunk `c` if offset is chunk-aligned;
+  // returns false (nothing changed) otherwise.
+  bool adopt(uint64_t offset, const shared_chunk& c);
   uint64_t allocated_bytes() const { return m_allocated * chunk_bytes; }
 
  private:
   void check(uint64_t offset, uint64_t length) const;
   template <typename F>
   void for_each_piece(uint64_t offset, uint64_t length, F&& f) const;
-  uint8_t* chunk_for_write(uint64_t index);
+  uint8_t* chunk_for_write(uint64_t index);  // allocated, and this store's alone
 
   uint64_t m_capacity;
   uint64_t m_allocated = 0;
-  zeroed_array<uint8_t*> m_chunks;  // each null until first written, then owned (calloc)
+  zeroed_array<chunk*> m_chunks;  // each null until first written, then counted
 };
 
 }  // namespace p2psim::memory

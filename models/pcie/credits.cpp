@@ -38,6 +38,11 @@ bool credit_gate::can_send(fc_class c, credit_cost cost) const {
   return (p.inf_header || p.header >= cost.header) && (p.inf_data || p.data >= cost.data);
 }
 
+bool credit_gate::can_start_burst(fc_class c, credit_cost cost) const {
+  const pool& p = m_avail[int(c)];
+  return (p.inf_header || p.header + cost.header > 0) && (p.inf_data || p.data + cost.data > 0);
+}
+
 void credit_gate::consume(fc_class c, credit_cost cost) {
   pool& p = m_avail[int(c)];
   if (!p.inf_header) p.header -= cost.header;

@@ -35,18 +35,23 @@ class credit_gate {
   // Absorbs every return that has arrived by `now`.
   void advance(time_ps now);
   bool can_send(fc_class c, credit_cost cost) const;
+  // Burst fidelity: a burst stands for many TLPs, often more than a receiver advertises. It
+  // may start while less than one burst is owed beyond the advertised buffer (available +
+  // cost > 0): a receiver holds two bursts at a time, double buffering at burst granularity.
+  // consume() then takes the pool below zero.
+  bool can_start_burst(fc_class c, credit_cost cost) const;
   void consume(fc_class c, credit_cost cost);
   // The receiver freed `cost` of class `c`; the transmitter sees it at `arrival`.
   void schedule_return(fc_class c, credit_cost cost, time_ps arrival);
   // Earliest pending return, or 0 when none is pending.
   time_ps next_return() const { return m_pending.empty() ? 0 : m_pending.front().arrival; }
   bool infinite(fc_class c) const;
-  uint32_t header_available(fc_class c) const { return m_avail[int(c)].header; }
-  uint32_t data_available(fc_class c) const { return m_avail[int(c)].data; }
+  int64_t header_available(fc_class c) const { return m_avail[int(c)].header; }
+  int64_t data_available(fc_class c) const { return m_avail[int(c)].data; }
 
  private:
   struct pool {
-    uint32_t header = 0, data = 0;
+    int64_t header = 0, data = 0;  // below zero only after a burst
     bool inf_header = false, inf_data = false;
   };
   struct pending_return {

@@ -23,6 +23,38 @@ chunk request_splitter::next() {
   return c;
 }
 
+chunk request_splitter::next_burst(uint64_t boundary, uint32_t max_tlps, uint32_t& tlps) {
+  if (m_left == 0) throw std::logic_error("request_splitter: no bytes left");
+  uint64_t end = std::min(m_addr + m_left, next_boundary(m_addr, boundary));
+  // TLPs after the first are max_bytes long and aligned: at most max_tlps of them.
+  uint64_t cap = std::min(end, next_boundary(m_addr, m_max) + uint64_t(max_tlps - 1) * m_max);
+  end = std::min(end, cap);
+  chunk c{m_addr, uint32_t(end - m_addr)};
+  tlps = count_requests(c.address, c.length, m_max);
+  m_addr = end;
+  m_left -= c.length;
+  return c;
+}
+
+uint32_t count_requests(uint64_t address, uint64_t length, uint32_t max_bytes) {
+  // Boundaries of max_bytes include the 4 KiB ones: one TLP per max_bytes block touched.
+  return length ? uint32_t((address + length - 1) / max_bytes - address / max_bytes + 1) : 0;
+}
+
+uint32_t count_completions(uint64_t address, uint64_t length, uint32_t request_bytes,
+                           uint32_t max_bytes, uint32_t rcb) {
+  uint32_t n = 0;
+  request_splitter requests(address, length, request_bytes);
+  while (!requests.done()) {
+    chunk r = requests.next();
+    for (uint64_t a = r.address, end = r.address + r.length; a < end; ++n) {
+      uint64_t stop = std::min(end, (a + max_bytes) / rcb * rcb);
+      a = stop > a ? stop : std::min(end, a + max_bytes);  // as send_completions cuts them
+    }
+  }
+  return n;
+}
+
 std::vector<chunk> split_request(uint64_t address, uint64_t length, uint32_t max_bytes) {
   if (max_bytes == 0 || (max_bytes & (max_bytes - 1)) || max_bytes > page_4k)
     throw std::invalid_argument("split size must be a power of two up to 4096");

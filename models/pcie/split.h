@@ -24,6 +24,13 @@ std::vector<chunk> split_request(uint64_t address, uint64_t length, uint32_t max
 std::vector<chunk> split_completion(uint64_t address, uint32_t length, uint32_t max_bytes,
                                     uint32_t rcb);
 
+// How many TLPs split_request(address, length, max_bytes) gives, without building them.
+uint32_t count_requests(uint64_t address, uint64_t length, uint32_t max_bytes);
+// How many completions answer the read requests of up to `request_bytes` each that cover
+// [address, address+length), each request's data cut as split_completion does.
+uint32_t count_completions(uint64_t address, uint64_t length, uint32_t request_bytes,
+                           uint32_t max_bytes, uint32_t rcb);
+
 // Iterates split_request lazily (a 1 GiB DMA is 4 million TLPs: never build the list).
 class request_splitter {
  public:
@@ -33,6 +40,9 @@ class request_splitter {
   bool done() const { return m_left == 0; }
   uint64_t remaining() const { return m_left; }
   chunk next();
+  // Burst fidelity: the next up to `max_tlps` TLPs at once, never past a multiple of
+  // `boundary` (a power of two of at least max_bytes: a BAR1 or I/O page). tlps = how many.
+  chunk next_burst(uint64_t boundary, uint32_t max_tlps, uint32_t& tlps);
 
  private:
   uint64_t m_addr = 0, m_left = 0;

@@ -18,6 +18,7 @@ class tag_pool {
   bool empty() const { return m_free.empty(); }
   uint32_t size() const { return uint32_t(m_in_use.size()); }
   uint32_t in_use() const { return size() - uint32_t(m_free.size()); }
+  uint32_t available() const { return uint32_t(m_free.size()); }
   uint16_t acquire() {
     if (m_free.empty()) throw std::logic_error("tag_pool: no free tag");
     uint16_t t = m_free.back();

@@ -88,6 +88,12 @@ struct tlp_meta {
   uint64_t serial = 0;       // creation order, unique per run
   uint32_t stream = 0;       // which DMA stream it belongs to (for statistics)
   uint64_t last_ser_ps = 0;  // serialization time on the last link (cut-through switches)
+  // Burst fidelity: this transaction stands for `tlps` back-to-back TLPs of one kind whose
+  // payloads add up to the header's length; a request burst's TLPs are at most `unit` bytes
+  // each (MPS, MRRS or a root complex's re-emit size), its read completions answer each one.
+  bool burst = false;
+  uint32_t tlps = 1;
+  uint32_t unit = 0;
 };
 
 }  // namespace p2psim::pcie

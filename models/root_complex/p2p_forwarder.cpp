@@ -5,6 +5,7 @@
 
 #include "models/link/stream_log.h"
 #include "models/link/tlp_txn.h"
+#include "models/pcie/split.h"
 
 namespace p2psim::root_complex {
 
@@ -51,6 +52,7 @@ void p2p_forwarder::forward(tlm::tlm_generic_payload& gp, int in, int out) {
   r->in = in;
   r->out = out;
   r->next_issue = r->next_deliver = h.address;
+  r->burst_unit = link::meta(gp).burst ? link::meta(gp).unit : 0;
   r->end = h.address + h.length;
   m_waiting.push_back(r.get());
   m_reads.push_back(std::move(r));
@@ -70,6 +72,14 @@ void p2p_forwarder::forward_write(tlm::tlm_generic_payload& gp, int in, int out)
     return ready - now + m_latency_ps;
   };
   if (!m_params.tlp_bytes || h.length <= m_params.tlp_bytes) {
+    m_ports.send(out, gp, delay_for(h.length));
+    return;
+  }
+  if (auto& m = link::meta(gp); m.burst) {  // the burst now stands for the smaller TLPs
+    if (m.unit > m_params.tlp_bytes)
+      link::tlp_pool::instance().re_emit(
+          link::txn(gp), pcie::count_requests(h.address, h.length, m_params.tlp_bytes),
+          m_params.tlp_bytes);
     m_ports.send(out, gp, delay_for(h.length));
     return;
   }
@@ -95,10 +105,8 @@ void p2p_forwarder::issue_reads() {
     if (!r->failed) {
       if (m_params.read.outstanding && m_in_flight >= m_params.read.outstanding) return;
       if (m_tags.empty()) return;
-      uint64_t stop = r->end;
-      if (m_params.tlp_bytes)
-        stop =
-            std::min<uint64_t>(stop, (r->next_issue / m_params.tlp_bytes + 1) * m_params.tlp_bytes);
+      uint32_t requests = 1;
+      const uint64_t stop = next_stop(*r, requests);
       pcie::tlp_header h;
       h.type = pcie::tlp_type::mrd;
       h.address = r->next_issue;
@@ -107,11 +115,21 @@ void p2p_forwarder::issue_reads() {
       h.attrs = r->orig.attrs;
       uint16_t slot = m_tags.acquire();
       h.tag = uint16_t(m_tag_base + slot);
-      m_subs[slot] = {r, h.length};
-      ++m_in_flight;
+      sub_read& sub = m_subs[slot];
+      sub.read = r;
+      sub.remaining = h.length;
+      sub.requests = requests;
+      sub.more_tags.clear();
+      for (uint32_t i = 1; i < requests; ++i) sub.more_tags.push_back(m_tags.acquire());
+      m_in_flight += requests;
       ++r->in_flight;
       r->next_issue = stop;
-      m_ports.send(r->out, link::tlp_pool::instance().make(h, r->stream), m_latency_ps);
+      auto& pool = link::tlp_pool::instance();
+      const uint32_t unit = m_params.tlp_bytes ? m_params.tlp_bytes : r->burst_unit;
+      m_ports.send(
+          r->out,
+          r->burst_unit ? pool.make_burst(h, r->stream, requests, unit) : pool.make(h, r->stream),
+          m_latency_ps);
       if (r->next_issue < r->end) continue;
     }
     // Every piece issued (or the read failed): the original request's buffer is free.
@@ -123,8 +141,26 @@ void p2p_forwarder::issue_reads() {
   }
 }
 
-void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* data, uint32_t len) {
-  auto emit = [&](uint64_t a, const uint8_t* bytes, uint32_t n) {
+uint64_t p2p_forwarder::next_stop(const proxied_read& r, uint32_t& requests) const {
+  const uint32_t piece = m_params.tlp_bytes;
+  if (!r.burst_unit) {  // one request at a time, cut at the re-emit size
+    requests = 1;
+    return piece ? std::min<uint64_t>(r.end, (r.next_issue / piece + 1) * piece) : r.end;
+  }
+  // A burst: as many requests as tags and the outstanding limit allow, in one sub-read.
+  uint32_t room = m_tags.available();
+  if (m_params.read.outstanding)
+    room = std::min(room,
+                    m_params.read.outstanding - std::min(m_params.read.outstanding, m_in_flight));
+  const uint32_t unit = piece ? std::min(piece, r.burst_unit) : r.burst_unit;
+  pcie::request_splitter split(r.next_issue, r.end - r.next_issue, unit);
+  pcie::chunk c = split.next_burst(uint64_t(1) << 62, std::max(1u, room), requests);
+  return c.address + c.length;
+}
+
+void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* data, uint32_t len,
+                            uint32_t tlps) {
+  auto emit = [&](uint64_t a, const uint8_t* bytes, uint32_t n, uint32_t count) {
     pcie::tlp_header c;
     c.type = pcie::tlp_type::cpld;
     c.requester_id = r.orig.requester_id;
@@ -135,7 +171,9 @@ void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* da
     c.byte_count = uint32_t(r.end - a);
     c.lower_address = uint8_t(a & 0x7f);
     c.attrs = r.orig.attrs;
-    link::tlp_txn& t = link::tlp_pool::instance().make(c, r.stream);
+    auto& pool = link::tlp_pool::instance();
+    link::tlp_txn& t =
+        r.burst_unit ? pool.make_burst(c, r.stream, count, n) : pool.make(c, r.stream);
     std::memcpy(t.bytes.data(), bytes, n);
     uint64_t now = link::now_ps();
     uint64_t ready = m_read_cap.limited() ? m_read_cap.serve(now, n) : now;
@@ -143,13 +181,14 @@ void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* da
     r.next_deliver = a + n;
   };
   if (address != r.next_deliver) {
-    r.early[address].assign(data, data + len);
+    r.early[address] = {std::vector<uint8_t>(data, data + len), tlps};
     return;
   }
-  emit(address, data, len);
+  emit(address, data, len, tlps);
   for (auto it = r.early.find(r.next_deliver); it != r.early.end();
        it = r.early.find(r.next_deliver)) {
-    emit(it->first, it->second.data(), uint32_t(it->second.size()));
+    const auto& e = it->second;
+    emit(it->first, e.bytes.data(), uint32_t(e.bytes.size()), e.tlps);
     r.early.erase(it);
   }
 }
@@ -176,7 +215,7 @@ bool p2p_forwarder::completion(tlm::tlm_generic_payload& gp, int in) {
     }
     s.remaining = 0;
   } else {
-    deliver(*r, h.address, link::txn(gp).bytes.data(), h.length);
+    deliver(*r, h.address, link::txn(gp).payload().data(), h.length, link::meta(gp).tlps);
     s.remaining -= std::min(s.remaining, h.length);
   }
   m_ports.release(in, gp);
@@ -184,7 +223,9 @@ bool p2p_forwarder::completion(tlm::tlm_generic_payload& gp, int in) {
   if (s.remaining == 0) {
     s.read = nullptr;
     m_tags.release(uint16_t(slot));
-    --m_in_flight;
+    for (uint16_t t : s.more_tags) m_tags.release(t);
+    s.more_tags.clear();
+    m_in_flight -= s.requests;
     --r->in_flight;
     finish_if_done(r);
     issue_reads();

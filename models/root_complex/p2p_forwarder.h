@@ -67,18 +67,27 @@ class p2p_forwarder {
     uint32_t stream;
     int in, out;
     uint64_t next_issue, next_deliver, end;
-    std::map<uint64_t, std::vector<uint8_t>> early;  // data that overtook earlier data
+    uint32_t burst_unit = 0;  // burst fidelity: the original burst's request size; 0: a TLP
+    struct early_data {
+      std::vector<uint8_t> bytes;
+      uint32_t tlps;  // completions it stands for (burst fidelity)
+    };
+    std::map<uint64_t, early_data> early;  // data that overtook earlier data
     bool failed = false;
     uint32_t in_flight = 0;  // pieces issued and not fully answered
   };
   struct sub_read {
     proxied_read* read = nullptr;
     uint32_t remaining = 0;
+    uint32_t requests = 1;            // read requests it stands for (burst fidelity: many)
+    std::vector<uint16_t> more_tags;  // their tags besides the first
   };
   void forward_write(tlm::tlm_generic_payload& gp, int in, int out);
   bool proxies_reads() const;
   void issue_reads();
-  void deliver(proxied_read& r, uint64_t address, const uint8_t* data, uint32_t len);
+  void deliver(proxied_read& r, uint64_t address, const uint8_t* data, uint32_t len, uint32_t tlps);
+  // The next sub-read of `r`: where it stops and how many requests it stands for.
+  uint64_t next_stop(const proxied_read& r, uint32_t& requests) const;
   void finish_if_done(proxied_read* r);
 
   forwarding_params m_params;

@@ -355,7 +355,7 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   r.topology_file = t.file;
   r.description = t.description;
   auto wall0 = std::chrono::steady_clock::now();
-  fabric_system sys(t, a);
+  fabric_system sys(t, a, s.fidelity == fidelity::burst);
   driver drv("driver", sys, s, r);
   std::unique_ptr<program_runner> prog;
   if (!s.program.empty())
@@ -376,7 +376,7 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.simulated_ns = uint64_t(sc_time_stamp().to_seconds() * 1e9 + 0.5);
-  r.tlps = link::tlp_pool::instance().created();
+  r.tlps = link::tlp_pool::instance().tlps();
   r.fidelity = to_string(s.fidelity);
   for (const auto& l : sys.links())
     r.hops += l.link->downstream().stats().tlps + l.link->upstream().stats().tlps;

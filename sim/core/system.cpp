@@ -49,8 +49,8 @@ pcie::credit_limits receiver_credits(const topo::credit_params& c, bool infinite
 
 }  // namespace
 
-fabric_system::fabric_system(const topo::topology& t, const topo::address_map& a)
-    : m_topo(t), m_addr(a) {
+fabric_system::fabric_system(const topo::topology& t, const topo::address_map& a, bool bursts)
+    : m_topo(t), m_addr(a), m_bursts(bursts) {
   build_sockets();
   build_switches();
   build_devices();
@@ -104,6 +104,7 @@ void fabric_system::build_devices() {
   for (const auto& d : m_topo.devices) {
     const auto& da = m_addr.devices.at(d.name);
     dma::requester_params req{da.bdf, m_topo.mps_of(d), m_topo.mrrs_of(d), m_topo.tags_of(d)};
+    if (m_bursts) req.burst_bytes = translating(d.name) ? 4096 : burst_bytes;
     if (d.type == topo::device_type::gpu) {
       gpu::gpu_params p;
       p.bdf = da.bdf;

@@ -22,7 +22,12 @@ namespace p2psim::core {
 
 class fabric_system {
  public:
-  fabric_system(const topo::topology& t, const topo::address_map& a);
+  // Burst fidelity: DMA engines move up to this many bytes per transaction, one 64 KiB BAR1
+  // page (4 KiB, one I/O page, behind a translating IOMMU).
+  static constexpr uint32_t burst_bytes = 64 * 1024;
+
+  // `bursts`: DMAs in bursts (burst fidelity) rather than TLP by TLP.
+  fabric_system(const topo::topology& t, const topo::address_map& a, bool bursts = false);
   ~fabric_system();
 
   const topo::topology& topology() const { return m_topo; }
@@ -63,6 +68,7 @@ class fabric_system {
 
   const topo::topology& m_topo;
   const topo::address_map& m_addr;
+  const bool m_bursts;
   link::stream_log m_log;
   std::map<std::string, std::unique_ptr<root_complex::root_complex>> m_sockets;
   std::map<std::string, std::unique_ptr<pcie_switch::pcie_switch>> m_switches;

@@ -13,7 +13,7 @@ using p2psim::memory::throughput;
 
 namespace {
 
-constexpr uint64_t k_mib = backing_store::chunk_bytes;
+constexpr uint64_t k_chunk = backing_store::chunk_bytes;
 
 std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
   std::vector<uint8_t> v(n);
@@ -30,15 +30,15 @@ std::vector<uint8_t> read(const backing_store& s, uint64_t offset, size_t n) {
 }  // namespace
 
 TEST_CASE("backing store: round trip across chunk boundaries", "[memory][backing_store]") {
-  backing_store s(8 * k_mib);
-  CHECK(s.capacity() == 8 * k_mib);
-  CHECK(k_mib == 1u << 20);
+  backing_store s(8 * k_chunk);
+  CHECK(s.capacity() == 8 * k_chunk);
+  CHECK(k_chunk == 64u << 10);
   // 3 MiB + 4 bytes starting 5 bytes before the end of chunk 0: touches chunks 0..3 only.
-  const auto data = pattern(3 * k_mib + 4, 3);
-  const uint64_t at = k_mib - 5;
+  const auto data = pattern(3 * k_chunk + 4, 3);
+  const uint64_t at = k_chunk - 5;
   s.write(at, data);
   CHECK(read(s, at, data.size()) == data);
-  CHECK(s.allocated_bytes() == 4 * k_mib);
+  CHECK(s.allocated_bytes() == 4 * k_chunk);
   // A read straddling a boundary, part of it in the written range and part not.
   const auto tail = read(s, at + data.size() - 4, 8);
   CHECK(std::vector<uint8_t>(tail.begin(), tail.begin() + 4) ==
@@ -46,10 +46,10 @@ TEST_CASE("backing store: round trip across chunk boundaries", "[memory][backing
   CHECK(std::vector<uint8_t>(tail.begin() + 4, tail.end()) == std::vector<uint8_t>(4, 0));
   // Overwrite a few bytes across the boundary between chunks 1 and 2.
   const std::vector<uint8_t> patch = {1, 2, 3, 4};
-  s.write(2 * k_mib - 2, patch);
-  CHECK(read(s, 2 * k_mib - 2, 4) == patch);
-  CHECK(read(s, 2 * k_mib - 3, 1)[0] == data[2 * k_mib - 3 - at]);
-  CHECK(read(s, 2 * k_mib + 2, 1)[0] == data[2 * k_mib + 2 - at]);
+  s.write(2 * k_chunk - 2, patch);
+  CHECK(read(s, 2 * k_chunk - 2, 4) == patch);
+  CHECK(read(s, 2 * k_chunk - 3, 1)[0] == data[2 * k_chunk - 3 - at]);
+  CHECK(read(s, 2 * k_chunk + 2, 1)[0] == data[2 * k_chunk + 2 - at]);
 }
 
 TEST_CASE("backing store: unwritten bytes read as zero", "[memory][backing_store]") {
@@ -57,54 +57,54 @@ TEST_CASE("backing store: unwritten bytes read as zero", "[memory][backing_store
   CHECK(s.allocated_bytes() == 0);
   CHECK(read(s, 0, 16) == std::vector<uint8_t>(16, 0));
   CHECK(read(s, (64ull << 30) - 16, 16) == std::vector<uint8_t>(16, 0));
-  CHECK(read(s, 5 * k_mib - 8, 16) == std::vector<uint8_t>(16, 0));
+  CHECK(read(s, 5 * k_chunk - 8, 16) == std::vector<uint8_t>(16, 0));
   CHECK(s.allocated_bytes() == 0);  // reading does not allocate
   // Bytes next to a write in the same chunk are zero too.
   const std::vector<uint8_t> one = {0xAB};
-  s.write(10 * k_mib + 100, one);
-  CHECK(read(s, 10 * k_mib + 99, 3) == std::vector<uint8_t>{0, 0xAB, 0});
+  s.write(10 * k_chunk + 100, one);
+  CHECK(read(s, 10 * k_chunk + 99, 3) == std::vector<uint8_t>{0, 0xAB, 0});
 }
 
 TEST_CASE("backing store: fill", "[memory][backing_store]") {
-  backing_store s(4 * k_mib);
-  s.fill(k_mib / 2, 2 * k_mib, 0x5A);  // chunks 0, 1 and 2
-  CHECK(s.allocated_bytes() == 3 * k_mib);
-  CHECK(read(s, k_mib / 2 - 1, 1)[0] == 0);
-  CHECK(read(s, k_mib / 2, 1)[0] == 0x5A);
-  CHECK(read(s, k_mib - 4, 8) == std::vector<uint8_t>(8, 0x5A));
-  CHECK(read(s, 2 * k_mib + k_mib / 2 - 1, 2) == std::vector<uint8_t>{0x5A, 0});
+  backing_store s(4 * k_chunk);
+  s.fill(k_chunk / 2, 2 * k_chunk, 0x5A);  // chunks 0, 1 and 2
+  CHECK(s.allocated_bytes() == 3 * k_chunk);
+  CHECK(read(s, k_chunk / 2 - 1, 1)[0] == 0);
+  CHECK(read(s, k_chunk / 2, 1)[0] == 0x5A);
+  CHECK(read(s, k_chunk - 4, 8) == std::vector<uint8_t>(8, 0x5A));
+  CHECK(read(s, 2 * k_chunk + k_chunk / 2 - 1, 2) == std::vector<uint8_t>{0x5A, 0});
   s.fill(0, 0, 0xFF);  // empty fill: nothing happens
   CHECK(read(s, 0, 1)[0] == 0);
-  CHECK(s.allocated_bytes() == 3 * k_mib);
+  CHECK(s.allocated_bytes() == 3 * k_chunk);
 }
 
 TEST_CASE("backing store: allocated bytes grow only on write", "[memory][backing_store]") {
-  backing_store s(16 * k_mib);
+  backing_store s(16 * k_chunk);
   const std::vector<uint8_t> b = {7};
   s.write(0, b);
-  CHECK(s.allocated_bytes() == k_mib);
-  s.write(k_mib - 1, b);  // same chunk
-  CHECK(s.allocated_bytes() == k_mib);
-  s.write(15 * k_mib, b);
-  CHECK(s.allocated_bytes() == 2 * k_mib);
-  read(s, 4 * k_mib, 3 * k_mib);
-  CHECK(s.allocated_bytes() == 2 * k_mib);
-  s.write(3 * k_mib, std::vector<uint8_t>{});  // empty write allocates nothing
-  CHECK(s.allocated_bytes() == 2 * k_mib);
+  CHECK(s.allocated_bytes() == k_chunk);
+  s.write(k_chunk - 1, b);  // same chunk
+  CHECK(s.allocated_bytes() == k_chunk);
+  s.write(15 * k_chunk, b);
+  CHECK(s.allocated_bytes() == 2 * k_chunk);
+  read(s, 4 * k_chunk, 3 * k_chunk);
+  CHECK(s.allocated_bytes() == 2 * k_chunk);
+  s.write(3 * k_chunk, std::vector<uint8_t>{});  // empty write allocates nothing
+  CHECK(s.allocated_bytes() == 2 * k_chunk);
 }
 
 TEST_CASE("backing store: out-of-range access throws", "[memory][backing_store]") {
-  backing_store s(2 * k_mib + 100);  // capacity need not be a chunk multiple
+  backing_store s(2 * k_chunk + 100);  // capacity need not be a chunk multiple
   std::vector<uint8_t> four(4, 1);
-  s.write(2 * k_mib + 96, four);  // the last four bytes
-  CHECK(read(s, 2 * k_mib + 96, 4) == four);
-  CHECK_THROWS_AS(s.write(2 * k_mib + 97, four), std::out_of_range);
-  CHECK_THROWS_AS(s.read(2 * k_mib + 97, four), std::out_of_range);
-  CHECK_THROWS_AS(s.write(2 * k_mib + 101, std::vector<uint8_t>{}), std::out_of_range);
-  CHECK_THROWS_AS(s.fill(2 * k_mib, 101, 0), std::out_of_range);
+  s.write(2 * k_chunk + 96, four);  // the last four bytes
+  CHECK(read(s, 2 * k_chunk + 96, 4) == four);
+  CHECK_THROWS_AS(s.write(2 * k_chunk + 97, four), std::out_of_range);
+  CHECK_THROWS_AS(s.read(2 * k_chunk + 97, four), std::out_of_range);
+  CHECK_THROWS_AS(s.write(2 * k_chunk + 101, std::vector<uint8_t>{}), std::out_of_range);
+  CHECK_THROWS_AS(s.fill(2 * k_chunk, 101, 0), std::out_of_range);
   CHECK_THROWS_AS(s.fill(~0ull, 2, 0), std::out_of_range);  // no wrap-around
   CHECK_THROWS_AS(s.fill(1, ~0ull, 0), std::out_of_range);
-  CHECK(read(s, 2 * k_mib + 96, 4) == four);  // a refused access changes nothing
+  CHECK(read(s, 2 * k_chunk + 96, 4) == four);  // a refused access changes nothing
 }
 
 TEST_CASE("throughput: serve time at a fixed rate", "[memory][throughput]") {

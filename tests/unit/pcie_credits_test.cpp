@@ -154,3 +154,25 @@ TEST_CASE("credits: half-infinite pool returns only the finite part", "[pcie][cr
   CHECK(g.header_available(fc_class::posted) == 2);
   CHECK(g.can_send(fc_class::posted, credit_cost{2, 1u << 30}));
 }
+
+TEST_CASE("credits: bursts are double-buffered beyond the advertised credits",
+          "[pcie][credits][burst]") {
+  credit_limits l;
+  l.ph = 4;
+  l.pd = 64;  // 1 KiB
+  credit_gate g(l);
+  const credit_cost burst{16, 256};  // 16 TLPs, 4 KiB: more than the receiver advertises
+  CHECK_FALSE(g.can_send(fc_class::posted, burst));
+  REQUIRE(g.can_start_burst(fc_class::posted, burst));
+  g.consume(fc_class::posted, burst);
+  CHECK(g.header_available(fc_class::posted) == 4 - 16);
+  REQUIRE(g.can_start_burst(fc_class::posted, burst));  // the second of a double buffer
+  g.consume(fc_class::posted, burst);
+  CHECK_FALSE(g.can_start_burst(fc_class::posted, burst));  // a third waits for a return
+  g.schedule_return(fc_class::posted, burst, 100);
+  g.schedule_return(fc_class::posted, burst, 100);
+  g.advance(100);
+  CHECK(g.header_available(fc_class::posted) == 4);
+  CHECK(g.data_available(fc_class::posted) == 64);
+  CHECK(g.can_start_burst(fc_class::posted, burst));
+}

@@ -1,0 +1,62 @@
+// A block of memory bytes that several owners may hold at once: the stores whose contents it
+// is and the bursts carrying it between them. Whoever writes to a block others also hold
+// copies it first (copy on write), so a burst that moves a whole block moves a reference, not
+// 64 KiB of bytes, and still delivers exactly the bytes the source held when it was read.
+// Single-threaded, like the SystemC kernel that drives it.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace p2psim::memory {
+
+inline constexpr uint64_t chunk_bytes = 64 * 1024;  // one GPU BAR1 page
+
+struct chunk {
+  uint32_t refs;
+  alignas(64) uint8_t bytes[chunk_bytes];
+
+  static chunk* zeroed() {  // calloc: untouched pages of a fresh block cost nothing
+    auto* c = static_cast<chunk*>(std::calloc(1, sizeof(chunk)));
+    if (!c) throw std::bad_alloc();
+    c->refs = 1;
+    return c;
+  }
+  static chunk* copy_of(const chunk& from) {
+    auto* c = static_cast<chunk*>(std::malloc(sizeof(chunk)));
+    if (!c) throw std::bad_alloc();
+    c->refs = 1;
+    std::memcpy(c->bytes, from.bytes, chunk_bytes);
+    return c;
+  }
+  static void release(chunk* c) {
+    if (c && --c->refs == 0) std::free(c);
+  }
+};
+
+// A counted reference to a chunk (empty when default-constructed).
+class shared_chunk {
+ public:
+  shared_chunk() = default;
+  explicit shared_chunk(chunk* c) : m_chunk(c) {
+    if (m_chunk) ++m_chunk->refs;
+  }
+  shared_chunk(const shared_chunk& o) : shared_chunk(o.m_chunk) {}
+  shared_chunk(shared_chunk&& o) noexcept : m_chunk(o.m_chunk) { o.m_chunk = nullptr; }
+  shared_chunk& operator=(shared_chunk o) noexcept {
+    std::swap(m_chunk, o.m_chunk);
+    return *this;
+  }
+  ~shared_chunk() { chunk::release(m_chunk); }
+  void reset() { *this = shared_chunk(); }
+  explicit operator bool() const { return m_chunk != nullptr; }
+  chunk* get() const { return m_chunk; }
+  const uint8_t* data() const { return m_chunk->bytes; }
+
+ private:
+  chunk* m_chunk = nullptr;
+};
+
+}  // namespace p2psim::memory

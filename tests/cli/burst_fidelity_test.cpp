@@ -1,0 +1,53 @@
+// Burst fidelity against TLP fidelity on the same scenarios: the same TLPs and TLP-hops
+// accounted, every byte delivered and verified, and bandwidth within 2%.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_harness.h"
+
+using p2psim::test::run_cli;
+
+namespace {
+nlohmann::json run(const std::string& scenario, const std::string& fidelity) {
+  const std::string file = std::string(P2PSIM_BUILD_DIR) + "/burst_" + fidelity + "_" +
+                           std::to_string(std::hash<std::string>()(scenario)) + ".json";
+  auto r = run_cli("run " + scenario + " --fidelity " + fidelity + " --json " + file);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream f(file);
+  return nlohmann::json::parse(f);
+}
+
+void compare(const std::string& scenario) {
+  const auto tlp = run(scenario, "tlp");
+  const auto burst = run(scenario, "burst");
+  CHECK(tlp["sim"]["fidelity"] == "tlp");
+  CHECK(burst["sim"]["fidelity"] == "burst");
+  CHECK(burst["sim"]["tlps"] == tlp["sim"]["tlps"]);
+  CHECK(burst["sim"]["hops"] == tlp["sim"]["hops"]);
+  REQUIRE(burst["bandwidth"].size() == tlp["bandwidth"].size());
+  for (size_t i = 0; i < tlp["bandwidth"].size(); ++i) {
+    const auto& t = tlp["bandwidth"][i];
+    const auto& b = burst["bandwidth"][i];
+    INFO(t["topology"] << " " << t["transfer"] << ": tlp " << t["gbps"] << " GB/s, burst "
+                       << b["gbps"] << " GB/s");
+    CHECK(b["bytes"] == t["bytes"]);
+    CHECK(b["mismatched_bytes"] == 0);
+    CHECK(b["failed_bytes"] == 0);
+    CHECK(b["gbps"].get<double>() == Approx(t["gbps"].get<double>()).epsilon(0.02));
+  }
+}
+}  // namespace
+
+TEST_CASE("burst fidelity: the three topology classes within 2% of TLP fidelity", "[cli][burst]") {
+  compare("scenarios/default.yaml");  // 8 MiB writes and reads on PIX, PHB, SYS
+}
+
+TEST_CASE("burst fidelity: 1 MiB transfers within 2% of TLP fidelity", "[cli][burst]") {
+  compare("scenarios/pix_bandwidth.yaml");
+}
+
+TEST_CASE("burst fidelity: concurrent streams on shared links within 2%", "[cli][burst]") {
+  compare("scenarios/layouts.yaml");
+}
