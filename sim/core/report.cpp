@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/config/units.h"
+
 namespace p2psim::core {
 
 namespace {
@@ -112,6 +114,37 @@ void print_program(std::ostream& os, const nlohmann::json& p) {
   os << "\n";
 }
 
+// The scenario's matrix as p2pBandwidthLatencyTest prints it: the listed devices in their
+// order, the diagonal blank (a device does not move data to itself here), and a pair whose
+// transfer is not in this run (its bandwidth was not measured) as "-".
+void print_transfer_matrix(std::ostream& os, const run_result& r, const transfer_matrix& m) {
+  std::map<std::string, double> gbps;
+  for (const auto& b : r.bandwidth) gbps[b.transfer] = b.gbps;
+  size_t w = 8;
+  for (const auto& n : m.devices) w = std::max(w, n.size() + 2);
+  os << fmt::format(
+      "Unidirectional P2P {} bandwidth matrix (GB/s), {} per pair, {}\n",
+      m.write ? "write" : "read", config::format_size(m.size),
+      m.write ? "initiator (row) -> target (column)" : "initiator (row) reads target (column)");
+  os << fmt::format("{:>{}}", "D\\D", w);
+  for (const auto& n : m.devices) os << fmt::format("{:>{}}", n, w);
+  os << "\n";
+  for (const auto& src : m.devices) {
+    std::string row = fmt::format("{:>{}}", src, w);
+    for (const auto& dst : m.devices) {
+      auto it = gbps.find(matrix_transfer_name(src, dst));
+      if (src == dst)
+        row += fmt::format("{:>{}}", "", w);
+      else if (it == gbps.end())
+        row += fmt::format("{:>{}}", "-", w);
+      else
+        row += fmt::format("{:>{}.2f}", it->second, w);
+    }
+    os << row.substr(0, row.find_last_not_of(' ') + 1) << "\n";  // a blank last diagonal
+  }
+  os << "\n";
+}
+
 }  // namespace
 
 namespace {
@@ -158,7 +191,7 @@ void print_busiest_links(std::ostream& os, const run_result& r) {
 
 }  // namespace
 
-void print_run(std::ostream& os, const run_result& r) {
+void print_run(std::ostream& os, const run_result& r, const transfer_matrix* scenario_matrix) {
   os << fmt::format("=== Topology {} ({})\n", r.topology, r.topology_file);
   if (!r.description.empty()) os << "    " << r.description << "\n";
   std::set<std::pair<std::string, std::string>> shown;
@@ -182,6 +215,7 @@ void print_run(std::ostream& os, const run_result& r) {
     matrix(os, "P2P read latency (us), " + size + ", initiator (row) reads target (column)", names,
            rl, 2);
   }
+  if (scenario_matrix) print_transfer_matrix(os, r, *scenario_matrix);
   if (!r.program.is_null()) print_program(os, r.program);
   print_busiest_links(os, r);
   os << fmt::format("Simulated {:.3f} ms, {} TLPs, {:.2f} s wall ({:.0f} TLPs/s)\n",

@@ -38,6 +38,7 @@ json to_json(const run_result& r) {
               {"hops", r.hops},
               {"fidelity", r.fidelity},
               {"wall_seconds", r.wall_seconds},
+              {"data_wall_seconds", r.data_wall_seconds},
               {"peak_rss_kib", r.peak_rss_kib}};
   j["stats"] = r.stats;
   if (!r.program.is_null()) j["program"] = r.program;

@@ -45,7 +45,48 @@ transfer_spec read_transfer(const config::node_reader& r, size_t index) {
   return t;
 }
 
+transfer_matrix read_matrix(const config::node_reader& r) {
+  reject_unknown(r, {"devices", "op", "size", "count"});
+  transfer_matrix m;
+  m.loc = r.loc();
+  m.devices = r.string_list("devices");
+  if (m.devices.size() < 2) r.fail("devices", "a matrix needs at least two devices");
+  std::set<std::string> seen;
+  for (const auto& d : m.devices)
+    if (!seen.insert(d).second) r.fail("devices", "'" + d + "' is listed twice");
+  m.write = r.choice("op", {"write", "read"}) == "write";
+  m.size = r.size("size");
+  if (m.size == 0) r.fail("size", "must be at least 1 byte");
+  if (m.size > (1ull << 40)) r.fail("size", "must be at most 1TiB");
+  m.count = int(r.integer("count", 1, 1000000, 1));
+  r.done();
+  return m;
+}
+
 }  // namespace
+
+std::string matrix_transfer_name(const std::string& src, const std::string& dst) {
+  return src + "->" + dst;
+}
+
+std::vector<transfer_spec> expand_matrix(const transfer_matrix& m) {
+  std::vector<transfer_spec> out;
+  for (const auto& src : m.devices)
+    for (const auto& dst : m.devices) {
+      if (src == dst) continue;
+      transfer_spec t;
+      t.name = matrix_transfer_name(src, dst);
+      t.initiator = src;
+      t.target = dst;
+      t.write = m.write;
+      t.size = m.size;
+      t.count = m.count;
+      t.from_matrix = true;
+      t.loc = m.loc;
+      out.push_back(t);
+    }
+  return out;
+}
 
 const char* to_string(fidelity f) {
   return f == fidelity::burst ? "burst" : "tlp";
@@ -58,7 +99,7 @@ scenario load_scenario(const std::string& path,
   config::node_reader r = doc.root();
   reject_unknown(
       r, {"name", "description", "topology", "topologies", "transfers", "measure", "verify", "seed",
-          "fidelity", "driver", "peer_driver", "processes", "program"});
+          "fidelity", "matrix", "driver", "peer_driver", "processes", "program"});
   scenario s;
   s.file = path;
   s.name = r.str("name", fs::path(path).stem().string());
@@ -89,9 +130,17 @@ scenario load_scenario(const std::string& path,
     if (!names.insert(s.transfers.back().name).second)
       t.fail("name", "duplicate transfer name '" + s.transfers.back().name + "'");
   }
+  if (auto m = r.optional_child("matrix")) {
+    s.matrix = read_matrix(*m);
+    for (auto& t : expand_matrix(*s.matrix)) {
+      if (!names.insert(t.name).second)
+        m->fail("devices", "the matrix's transfer '" + t.name + "' has the name of a listed one");
+      s.transfers.push_back(std::move(t));
+    }
+  }
   s.program = read_program(r);
   if (s.transfers.empty() && s.program.empty())
-    r.fail("transfers", "list at least one transfer, or give a `program`");
+    r.fail("transfers", "list at least one transfer, give a `matrix`, or give a `program`");
   if (auto m = r.optional_child("measure")) {
     reject_unknown(*m, {"bandwidth", "latency"});
     s.measure_bandwidth = m->boolean("bandwidth", true);

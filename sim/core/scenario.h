@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,12 +25,29 @@ struct transfer_spec {
   int concurrency = 1;         // streams at once, each moving `size`
   bool with_previous = false;  // starts together with the transfer before it (`start:`)
   pcie::tlp_attrs attrs;
-  bool map_bar1 = true;   // GPU target: map BAR1 pages onto VRAM first (false: the DMA
-                          // hits unmapped BAR1 pages, which the GPU refuses)
-  bool iommu_map = true;  // initiator behind a translating IOMMU: map the target for it and
-                          // DMA to the IOVA (false: the physical address, which it blocks)
+  bool map_bar1 = true;      // GPU target: map BAR1 pages onto VRAM first (false: the DMA
+                             // hits unmapped BAR1 pages, which the GPU refuses)
+  bool iommu_map = true;     // initiator behind a translating IOMMU: map the target for it and
+                             // DMA to the IOVA (false: the physical address, which it blocks)
+  bool from_matrix = false;  // made by the scenario's `matrix`, not listed in `transfers`
   config::source_loc loc;
 };
+
+// p2pBandwidthLatencyTest's unidirectional matrix: one transfer per ordered pair of
+// `devices`, each alone, named by matrix_transfer_name. A list rather than "every device of
+// the topology": the scenario is read before its topologies, and the list is also the order
+// of the report's rows and columns.
+struct transfer_matrix {
+  std::vector<std::string> devices;
+  bool write = true;
+  uint64_t size = 0;  // bytes per pair and repetition
+  int count = 1;      // repetitions per pair, back to back
+  config::source_loc loc;
+};
+
+std::string matrix_transfer_name(const std::string& src, const std::string& dst);  // "gpu0->gpu1"
+// The matrix's transfers, row by row (src), each row's columns (dst) in the list's order.
+std::vector<transfer_spec> expand_matrix(const transfer_matrix& m);
 
 // How finely the fabric is simulated. tlp: every TLP is a transaction of its own (the
 // reference; litmus tests always use it). burst: a DMA moves in bursts of many TLPs, each
@@ -44,7 +62,8 @@ struct scenario {
   std::string file;
   std::vector<std::string> topologies;  // paths, resolved against the scenario's folder
   std::vector<config::source_loc> topology_locs;
-  std::vector<transfer_spec> transfers;
+  std::vector<transfer_spec> transfers;  // those listed, then the matrix's
+  std::optional<transfer_matrix> matrix;
   bool measure_bandwidth = true;
   bool measure_latency = true;
   uint64_t latency_size = 4;  // bytes moved by a latency probe

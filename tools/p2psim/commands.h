@@ -57,6 +57,17 @@ struct sweep_args {
   std::string csv, dir, emit_slurm, collect;
 };
 
+struct bench_args {
+  std::string fidelity = "both";
+  std::string cases;        // "write_1g,matrix_8gpu"; empty: every case
+  std::string scale_sizes;  // "256MiB,1GiB,4GiB"
+  double size_factor = 1;
+  std::string cases_dir;  // empty: the source tree's scenarios/bench
+  std::string json;
+  std::string floor;        // internal: "TXNS,HOPS", run one floor in this process
+  std::string result_file;  // internal: where that floor's JSON goes
+};
+
 struct plot_args {
   std::string csv, x, y, by, title, output;
   std::vector<std::string> where;
@@ -71,6 +82,8 @@ int plot_command(const plot_args& a);
 void run_gnuplot(const std::string& script);
 void add_bar1(CLI::App& app, bar1_args& a);
 int bar1_command(const bar1_args& a, const char* argv0);
+void add_bench(CLI::App& app, bench_args& a);
+int bench_command(const bench_args& a, const char* argv0);
 void add_litmus(CLI::App& app, litmus_args& a);
 int litmus_command(const litmus_args& a);
 void add_topo(CLI::App& app, topo_args& a);

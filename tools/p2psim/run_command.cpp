@@ -171,7 +171,7 @@ int run_command(const run_args& a, const char* argv0) {
   std::cout << fmt::format("p2psim run {}: {}\n", sc.file, sc.name);
   if (!sc.description.empty()) std::cout << sc.description << "\n";
   std::cout << "\n";
-  for (const auto& r : runs) core::print_run(std::cout, r);
+  for (const auto& r : runs) core::print_run(std::cout, r, sc.matrix ? &*sc.matrix : nullptr);
   if (runs.size() > 1) core::print_comparison(std::cout, runs);
 
   if (!a.json.empty()) {

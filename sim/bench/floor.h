@@ -1,0 +1,19 @@
+// The floor of a TLM-2.0 AT simulation: the cheapest simulation that still makes a given
+// number of transactions take a given number of timed hops. A source sends pooled
+// tlm_generic_payloads at a fixed interval through a chain of forwarders, each of which holds
+// a transaction in a peq_with_cb_and_phase for one hop delay (one timed event per hop) and
+// hands it on with nb_transport_fw BEGIN_REQ; a sink releases it to the pool. Nothing decides
+// anything, so a model's hop rate divided by the floor's says how much of its cost is its own
+// logic rather than the SystemC kernel's. SystemC elaborates once per process: one floor per
+// process.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/bench/bench.h"
+
+namespace p2psim::bench {
+
+floor_figures run_floor(uint64_t transactions, int hops_per_transaction);
+
+}  // namespace p2psim::bench

@@ -1,0 +1,141 @@
+// p2psim bench as a user runs it, with tiny sizes: every figure of every case in the JSON, the
+// floor's exact counts, the scaling study's repetitions, and bad options (exit 2). No timed
+// assertions: machines are noisy, so speed figures belong in docs/benchmarks.md.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_harness.h"
+
+using nlohmann::json;
+using p2psim::test::run_cli;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string in_build(const std::string& name) {
+  fs::path p = fs::path(P2PSIM_BUILD_DIR) / name;
+  fs::remove(p);
+  return p.string();
+}
+
+json read_json(const std::string& file) {
+  std::ifstream f(file);
+  return json::parse(f);
+}
+
+// 1 GiB cases become 256 KiB, the matrix's 8 MiB per pair one 4 KiB page.
+const std::string tiny = " --size-factor 0.000244140625";
+
+}  // namespace
+
+TEST_CASE("bench: the JSON has every figure of every case at both fidelities", "[cli][bench]") {
+  const std::string file = in_build("bench.json");
+  auto r = run_cli("bench" + tiny + " --json " + file);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  json j = read_json(file);
+  CHECK(j["fidelities"] == json({"tlp", "burst"}));
+  REQUIRE(j["cases"].size() == 4);
+  std::vector<std::string> names;
+  for (const auto& c : j["cases"]) {
+    names.push_back(c["name"]);
+    INFO(c["name"]);
+    for (const char* fidelity : {"tlp", "burst"}) {
+      const json& run = c[fidelity];
+      CHECK(run["fidelity"] == fidelity);
+      for (const char* key : {"tlps", "hops", "simulated_ns", "peak_rss_kib", "bytes"})
+        CHECK(run[key].get<uint64_t>() > 0);
+      for (const char* key :
+           {"wall_seconds", "data_wall_seconds", "tlps_per_second", "hops_per_second", "gbps"})
+        CHECK(run[key].get<double>() >= 0);
+      CHECK(run["hops"].get<uint64_t>() >= run["tlps"].get<uint64_t>());
+      CHECK(c["percent_of_floor"][fidelity].is_number());
+    }
+    CHECK(c["burst_speedup"].is_number());
+    CHECK(c["gbps_difference_percent"].is_number());
+    const json& floor = c["floor"];
+    CHECK(floor["transactions"] == c["tlp"]["tlps"]);
+    CHECK(floor["hops"].get<uint64_t>() ==
+          floor["transactions"].get<uint64_t>() * floor["hops_per_transaction"].get<uint64_t>());
+    for (const char* key : {"wall_seconds", "hops_per_second", "simulated_ns", "peak_rss_kib"})
+      CHECK(floor[key].is_number());
+  }
+  CHECK(names == std::vector<std::string>{"write_1g", "read_1g", "qpi_write_1g", "matrix_8gpu"});
+  // The matrix case moves a page per pair, 132 pairs.
+  CHECK(j["cases"][3]["tlp"]["bytes"] == 132 * 4096);
+  CHECK(r.out.find("burst/tlp") != std::string::npos);
+  CHECK(r.out.find("Floor:") != std::string::npos);
+}
+
+TEST_CASE("bench: one fidelity and chosen cases", "[cli][bench]") {
+  const std::string file = in_build("bench_one.json");
+  auto r = run_cli("bench --fidelity burst --cases read_1g" + tiny + " --json " + file);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  json j = read_json(file);
+  REQUIRE(j["cases"].size() == 1);
+  CHECK(j["cases"][0]["name"] == "read_1g");
+  CHECK(j["cases"][0]["tlp"].is_null());
+  CHECK(j["cases"][0]["burst"]["bytes"] == 256 * 1024);
+  CHECK(j["cases"][0]["burst_speedup"].is_null());
+  CHECK(j["cases"][0]["floor"]["transactions"] == j["cases"][0]["burst"]["tlps"]);
+}
+
+TEST_CASE("bench: the floor reports exactly the transactions and hops asked for",
+          "[cli][bench][floor]") {
+  const std::string file = in_build("bench_floor.json");
+  auto r = run_cli("bench --floor 1000,3 --result-file " + file);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  json j = read_json(file);
+  CHECK(j["transactions"] == 1000);
+  CHECK(j["hops"] == 3000);
+  CHECK(j["hops_per_transaction"] == 3);
+  // The last transaction leaves the source at 999 x 16 ns and takes 3 hops of 20 ns.
+  CHECK(j["simulated_ns"] == 999 * 16 + 3 * 20);
+}
+
+TEST_CASE("bench: scaling sizes above the case's transfer run as repetitions of it",
+          "[cli][bench]") {
+  const std::string file = in_build("bench_scale.json");
+  // write_1g's 1 GiB times 1/1024: repetitions of 1 MiB.
+  auto r =
+      run_cli("bench --scale-sizes 256KiB,1MiB,3MiB --size-factor 0.0009765625 --json " + file);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  json j = read_json(file);
+  CHECK(j["cases"].empty());  // the scaling study alone
+  CHECK(j["scale"]["case"] == "write_1g");
+  CHECK(j["scale"]["fidelity"] == "burst");
+  CHECK(j["scale"]["chunk_bytes"] == 1 << 20);
+  const json& p = j["scale"]["points"];
+  REQUIRE(p.size() == 3);
+  CHECK(p[0]["size"] == 256 * 1024);
+  CHECK(p[0]["count"] == 1);
+  CHECK(p[2]["size"] == 1 << 20);
+  CHECK(p[2]["count"] == 3);
+  for (const auto& point : p) CHECK(point["run"]["bytes"] == point["total_bytes"]);
+  CHECK(r.out.find("Scaling: write_1g at burst fidelity") != std::string::npos);
+}
+
+TEST_CASE("bench: bad options exit 2 and say what is wrong", "[cli][bench][bad]") {
+  struct bad {
+    std::string args, words;
+  };
+  for (const auto& b : {
+           bad{"--fidelity fast", "--fidelity"},
+           bad{"--cases write_1g,nope", "no case 'nope'"},
+           bad{"--cases-dir /nonexistent", "no case 'write_1g'"},
+           bad{"--scale-sizes 1GiB,apple", "'apple' is not a size"},
+           bad{"--scale-sizes 1536MiB", "not a multiple"},
+           bad{"--size-factor 0", "--size-factor"},
+           bad{"--floor 1000 --result-file x.json", "expected TRANSACTIONS,HOPS"},
+       }) {
+    auto r = run_cli("bench " + b.args);
+    INFO("bench " << b.args << "\nstderr: " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(b.words) != std::string::npos);
+  }
+}
