@@ -71,25 +71,24 @@ bool dma_requester::waits_for_earlier(const active_job& j) const {
   return false;
 }
 
-// A job moves in at least 256 bursts (up to burst_bytes each): a burst costs every link one
-// burst's serialization time to fill the pipeline, so this bounds that error to about 0.4%
-// per hop however small the job.
+// A job moves in at least 16 bursts (up to burst_bytes each), so streams that share a link
+// still take turns finely enough however small the job.
 uint32_t dma_requester::burst_size(const dma_job& j) const {
   if (!m_params.burst_bytes) return 0;
   uint64_t bytes = 0;
   for (const auto& s : j.segments) bytes += s.length;
   const uint32_t tlp = posted(j) ? m_params.mps : m_params.mrrs;
   uint32_t size = m_params.burst_bytes;
-  while (size > tlp && uint64_t(size) * 256 > bytes) size /= 2;
+  while (size > tlp && uint64_t(size) * 16 > bytes) size /= 2;
   return size;
 }
 
-// A burst of reads takes a tag for each request it stands for: at most a sixteenth of the
-// pool, so tags keep coming back while others are out (the window refills nearly as it does
-// TLP by TLP; larger read bursts lengthen a latency-bound read's round trip).
+// A burst of reads takes a tag for each request it stands for: at most an eighth of the pool,
+// so when the tags are what limits a read (fewer than its bandwidth-delay product) the window
+// still refills in steps fine enough to keep within a few percent of TLP fidelity.
 uint32_t dma_requester::burst_limit(const dma_job& j) const {
   if (posted(j)) return UINT32_MAX;
-  return std::max(1u, std::min(m_tags.available(), m_tags.size() / 16));
+  return std::max(1u, std::min(m_tags.available(), m_tags.size() / 8));
 }
 
 link::tlp_txn& dma_requester::make(const pcie::tlp_header& h, uint32_t stream, bool burst,
@@ -198,7 +197,7 @@ void dma_requester::completion(tlm::tlm_generic_payload& gp) {
     s.local_offset += h.length;
     s.address += h.length;
     s.remaining -= std::min(s.remaining, h.length);
-    m_log.landed(s.stream, h.length, link::now_ps());
+    m_log.landed(s.stream, h.length, link::now_ps() + link::meta(gp).lag_ps);
   }
   if (s.remaining == 0) {
     m_tags.release(h.tag);

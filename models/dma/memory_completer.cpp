@@ -12,7 +12,8 @@ sc_core::sc_time memory_completer::write(tlm::tlm_generic_payload& gp, uint64_t 
   if (m_on_store) m_on_store(offset, data);
   if (!t.shared || !m_store.adopt(offset, t.shared)) m_store.write(offset, data);
   uint64_t now = link::now_ps();
-  uint64_t done = m_path.serve(now, h.length);
+  // A burst taken as its first TLP came in (by a root complex) is all in lag_ps later.
+  uint64_t done = std::max(m_path.serve(now, h.length), now + link::meta(gp).lag_ps);
   m_log.landed(link::meta(gp).stream, h.length, done);
   return link::ps(done - now);
 }
@@ -29,10 +30,16 @@ void memory_completer::read(link::pcie_port& port, tlm::tlm_generic_payload& gp,
   auto fetch = [&](uint64_t addr, std::span<uint8_t> out) {
     m_store.read(offset + (addr - base), out);
   };
-  if (link::meta(gp).burst)
-    send_completion_burst(port, h, link::meta(gp), m_id, m_timing.cpl_bytes, m_timing.rcb, when,
+  if (const auto& m = link::meta(gp); m.burst) {
+    // The first request's data is read first and its completions leave then; the rest
+    // follow at the data path's rate, and no sooner than their requests came in (lag_ps).
+    const uint64_t first =
+        std::min(done, done - m_path.time_for(h.length) + m_path.time_for(m.unit));
+    const uint64_t last = std::max(done, now + m.lag_ps + latency_ps() + m_path.time_for(m.unit));
+    send_completion_burst(port, h, m, m_id, m_timing.cpl_bytes, m_timing.rcb,
+                          link::ps(first - now) + extra, last - first,
                           m_store.share(offset, h.length), fetch);
-  else
+  } else
     send_completions(port, h, link::meta(gp).stream, m_id, m_timing.cpl_bytes, m_timing.rcb, when,
                      fetch);
 }

@@ -180,8 +180,16 @@ void link_channel::start(entry e, uint64_t now) {
   }
   uint64_t ser = uint64_t(bytes * m_ps_per_wire_byte + 0.5);
   uint64_t tlp_ser = uint64_t(tlp_bytes * m_ps_per_wire_byte + 0.5);
-  m_busy_until = now + ser;
-  meta(gp).last_ser_ps = tlp_ser;
+  auto& mm = meta(gp);
+  // A burst's first TLP arrives after its own serialization time; its last one cannot leave
+  // before it is ready here (lag_ps after the first), so the burst may take longer than its
+  // symbols do. For a TLP (one TLP, no lag) this is just its serialization time.
+  const uint64_t first_ser = mm.tlps > 1 ? tlp_ser / mm.tlps : tlp_ser;
+  const uint64_t tlps_end = std::max(now + tlp_ser, now + mm.lag_ps + first_ser);
+  // DLLPs follow the TLPs, or fill the gaps of a burst that trickles in.
+  m_busy_until = std::max(now + ser, tlps_end);
+  mm.last_ser_ps = first_ser;
+  mm.lag_ps = tlps_end - (now + first_ser);
   m_stats.tlps += m.tlps;
   m_stats.relaxed_ordering_tlps += h.attrs.relaxed_ordering ? m.tlps : 0;
   m_stats.payload_bytes += payload;
@@ -190,7 +198,7 @@ void link_channel::start(entry e, uint64_t now) {
 
   // The TLP's tail arrives when its own symbols are through (DLLPs follow it).
   tlm::tlm_phase fw = tlm::BEGIN_REQ;
-  sc_time arrive = ps(tlp_ser + m_timing.latency_ps);
+  sc_time arrive = ps(first_ser + m_timing.latency_ps);
   out->nb_transport_fw(gp, fw, arrive);
   tlm::tlm_phase bw = tlm::END_REQ;
   sc_time zero = SC_ZERO_TIME;

@@ -1,5 +1,8 @@
 #include "models/link/pcie_port.h"
 
+#include "models/link/stream_log.h"
+#include "models/link/tlp_txn.h"
+
 namespace p2psim::link {
 
 using namespace sc_core;
@@ -28,6 +31,14 @@ void pcie_port::release(tlm::tlm_generic_payload& gp, const sc_time& after) {
 }
 
 tlm::tlm_sync_enum pcie_port::rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_time& d) {
+  if (auto& m = meta(gp); m.lag_ps && !m_owner.forwards_bursts()) {
+    // An endpoint stores a burst once all of it is in. A requester takes a completion burst
+    // halfway: its requests' completions come in evenly over the lag, so on average their
+    // tags are free again then; the rest of the lag tells it when the last byte lands.
+    const uint64_t wait = pcie::is_completion(hdr(gp).type) ? m.lag_ps / 2 : m.lag_ps;
+    d += ps(wait);
+    m.lag_ps -= wait;
+  }
   m_arrivals.notify(gp, ph, d);
   return tlm::TLM_ACCEPTED;
 }

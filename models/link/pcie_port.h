@@ -24,6 +24,10 @@ class tlp_handler {  // implemented by every component that owns ports
   virtual void receive(int port, tlm::tlm_generic_payload& gp) = 0;
   // The link behind `port` started transmitting a TLP this component sent.
   virtual void sent(int port, tlm::tlm_generic_payload& gp) = 0;
+  // Burst fidelity: whether receive() takes a burst as soon as its first TLP is in (a
+  // switch or root complex forwarding it cut-through, meta.lag_ps telling when the rest
+  // follows) rather than once the whole burst is (an endpoint that consumes it).
+  virtual bool forwards_bursts() const { return false; }
 };
 
 class pcie_port : public sc_core::sc_module {

@@ -17,10 +17,11 @@ class throughput {
   // Serves `bytes` arriving at `now`; returns when the last byte is through.
   uint64_t serve(uint64_t now_ps, uint64_t bytes) {
     uint64_t start = std::max(now_ps, m_free_at);
-    m_free_at = start + uint64_t(bytes * m_ps_per_byte + 0.5);
+    m_free_at = start + time_for(bytes);
     return m_free_at;
   }
   uint64_t free_at() const { return m_free_at; }
+  uint64_t time_for(uint64_t bytes) const { return uint64_t(bytes * m_ps_per_byte + 0.5); }
 
  private:
   double m_ps_per_byte = 0;

@@ -94,6 +94,10 @@ struct tlp_meta {
   bool burst = false;
   uint32_t tlps = 1;
   uint32_t unit = 0;
+  // Burst fidelity: how long after its first TLP the burst's last one is ready (at a sender)
+  // or has arrived (at a receiver). Bursts move through the fabric pipelined, TLP by TLP
+  // as it were: a forwarding component passes a burst on when its first TLP is in.
+  uint64_t lag_ps = 0;
 };
 
 }  // namespace p2psim::pcie

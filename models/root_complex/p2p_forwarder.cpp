@@ -159,8 +159,8 @@ uint64_t p2p_forwarder::next_stop(const proxied_read& r, uint32_t& requests) con
 }
 
 void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* data, uint32_t len,
-                            uint32_t tlps) {
-  auto emit = [&](uint64_t a, const uint8_t* bytes, uint32_t n, uint32_t count) {
+                            uint32_t tlps, uint64_t lag_ps) {
+  auto emit = [&](uint64_t a, const uint8_t* bytes, uint32_t n, uint32_t count, uint64_t lag) {
     pcie::tlp_header c;
     c.type = pcie::tlp_type::cpld;
     c.requester_id = r.orig.requester_id;
@@ -174,6 +174,7 @@ void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* da
     auto& pool = link::tlp_pool::instance();
     link::tlp_txn& t =
         r.burst_unit ? pool.make_burst(c, r.stream, count, n) : pool.make(c, r.stream);
+    t.ext.meta.lag_ps = lag;  // a burst passes on as it came in
     std::memcpy(t.bytes.data(), bytes, n);
     uint64_t now = link::now_ps();
     uint64_t ready = m_read_cap.limited() ? m_read_cap.serve(now, n) : now;
@@ -181,14 +182,14 @@ void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* da
     r.next_deliver = a + n;
   };
   if (address != r.next_deliver) {
-    r.early[address] = {std::vector<uint8_t>(data, data + len), tlps};
+    r.early[address] = {std::vector<uint8_t>(data, data + len), tlps, lag_ps};
     return;
   }
-  emit(address, data, len, tlps);
+  emit(address, data, len, tlps, lag_ps);
   for (auto it = r.early.find(r.next_deliver); it != r.early.end();
        it = r.early.find(r.next_deliver)) {
     const auto& e = it->second;
-    emit(it->first, e.bytes.data(), uint32_t(e.bytes.size()), e.tlps);
+    emit(it->first, e.bytes.data(), uint32_t(e.bytes.size()), e.tlps, e.lag_ps);
     r.early.erase(it);
   }
 }
@@ -215,7 +216,8 @@ bool p2p_forwarder::completion(tlm::tlm_generic_payload& gp, int in) {
     }
     s.remaining = 0;
   } else {
-    deliver(*r, h.address, link::txn(gp).payload().data(), h.length, link::meta(gp).tlps);
+    deliver(*r, h.address, link::txn(gp).payload().data(), h.length, link::meta(gp).tlps,
+            link::meta(gp).lag_ps);
     s.remaining -= std::min(s.remaining, h.length);
   }
   m_ports.release(in, gp);

@@ -70,7 +70,8 @@ class p2p_forwarder {
     uint32_t burst_unit = 0;  // burst fidelity: the original burst's request size; 0: a TLP
     struct early_data {
       std::vector<uint8_t> bytes;
-      uint32_t tlps;  // completions it stands for (burst fidelity)
+      uint32_t tlps;    // completions it stands for (burst fidelity)
+      uint64_t lag_ps;  // and how long after the first the last came in
     };
     std::map<uint64_t, early_data> early;  // data that overtook earlier data
     bool failed = false;
@@ -85,7 +86,8 @@ class p2p_forwarder {
   void forward_write(tlm::tlm_generic_payload& gp, int in, int out);
   bool proxies_reads() const;
   void issue_reads();
-  void deliver(proxied_read& r, uint64_t address, const uint8_t* data, uint32_t len, uint32_t tlps);
+  void deliver(proxied_read& r, uint64_t address, const uint8_t* data, uint32_t len, uint32_t tlps,
+               uint64_t lag_ps);
   // The next sub-read of `r`: where it stops and how many requests it stands for.
   uint64_t next_stop(const proxied_read& r, uint32_t& requests) const;
   void finish_if_done(proxied_read* r);

@@ -64,6 +64,7 @@ class root_complex : public sc_core::sc_module, public link::tlp_handler, privat
 
   void receive(int port, tlm::tlm_generic_payload& gp) override;
   void sent(int port, tlm::tlm_generic_payload& gp) override;
+  bool forwards_bursts() const override { return true; }
 
  private:
   // forward_ports

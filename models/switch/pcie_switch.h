@@ -50,6 +50,7 @@ class pcie_switch : public sc_core::sc_module, public link::tlp_handler {
 
   void receive(int port, tlm::tlm_generic_payload& gp) override;
   void sent(int port, tlm::tlm_generic_payload& gp) override;
+  bool forwards_bursts() const override { return true; }
 
  private:
   int route(int in, tlm::tlm_generic_payload& gp);
