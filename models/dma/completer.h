@@ -48,7 +48,7 @@ template <typename ReadFn>
 void send_completion_burst(link::pcie_port& port, const pcie::tlp_header& req,
                            const pcie::tlp_meta& req_meta, uint16_t completer_id,
                            uint32_t cpl_bytes, uint32_t rcb, const sc_core::sc_time& not_before,
-                           uint64_t lag_ps, memory::shared_chunk whole, ReadFn&& read) {
+                           uint64_t lag_ps, memory::chunk_run whole, ReadFn&& read) {
   pcie::tlp_header c;
   c.type = pcie::tlp_type::cpld;
   c.requester_id = req.requester_id;
@@ -63,7 +63,7 @@ void send_completion_burst(link::pcie_port& port, const pcie::tlp_header& req,
       c, req_meta.stream,
       pcie::count_completions(req.address, req.length, req_meta.unit, cpl_bytes, rcb), cpl_bytes);
   t.ext.meta.lag_ps = lag_ps;  // its last completion is ready this much after the first
-  if (whole)  // exactly one whole chunk of the completer's memory: carried, not copied
+  if (whole)                   // whole chunks of the completer's memory: carried, not copied
     t.carry(std::move(whole));
   else
     read(req.address, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));

@@ -119,7 +119,7 @@ bool dma_requester::issue_one(active_job& j) {
   if (posted(j.job)) {
     h.type = pcie::tlp_type::mwr;
     link::tlp_txn& t = make(h, j.job.stream, burst, tlps, m_params.mps);
-    if (auto whole = burst ? m_local.share(local, c.length) : memory::shared_chunk())
+    if (auto whole = burst ? m_local.share(local, c.length) : memory::chunk_run())
       t.carry(std::move(whole));
     else
       m_local.read(local, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
@@ -193,7 +193,9 @@ void dma_requester::completion(tlm::tlm_generic_payload& gp) {
     // ID never passes), so the data goes right after what came before.
     const link::tlp_txn& t = link::txn(gp);
     if (!t.shared || !m_local.adopt(s.local_offset, t.shared))
-      m_local.write(s.local_offset, t.payload());
+      t.for_each_piece([&](uint64_t at, std::span<const uint8_t> piece) {
+        m_local.write(s.local_offset + at, piece);
+      });
     s.local_offset += h.length;
     s.address += h.length;
     s.remaining -= std::min(s.remaining, h.length);

@@ -8,9 +8,12 @@ namespace p2psim::dma {
 sc_core::sc_time memory_completer::write(tlm::tlm_generic_payload& gp, uint64_t offset) {
   const auto& h = link::hdr(gp);
   const link::tlp_txn& t = link::txn(gp);
-  std::span<const uint8_t> data = t.payload();
-  if (m_on_store) m_on_store(offset, data);
-  if (!t.shared || !m_store.adopt(offset, t.shared)) m_store.write(offset, data);
+  if (m_on_store)
+    t.for_each_piece(
+        [&](uint64_t at, std::span<const uint8_t> piece) { m_on_store(offset + at, piece); });
+  if (!t.shared || !m_store.adopt(offset, t.shared))
+    t.for_each_piece(
+        [&](uint64_t at, std::span<const uint8_t> piece) { m_store.write(offset + at, piece); });
   uint64_t now = link::now_ps();
   // A burst taken as its first TLP came in (by a root complex) is all in lag_ps later.
   uint64_t done = std::max(m_path.serve(now, h.length), now + link::meta(gp).lag_ps);

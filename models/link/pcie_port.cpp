@@ -3,19 +3,21 @@
 #include "models/link/stream_log.h"
 #include "models/link/tlp_txn.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace p2psim::link {
 
 using namespace sc_core;
 
 pcie_port::pcie_port(sc_module_name name, tlp_handler& owner, int index)
-    : sc_module(name),
-      tx("tx"),
-      rx("rx"),
-      m_owner(owner),
-      m_index(index),
-      m_arrivals(this, &pcie_port::arrive) {
+    : sc_module(name), tx("tx"), rx("rx"), m_owner(owner), m_index(index) {
   rx.register_nb_transport_fw(this, &pcie_port::rx_fw);
   tx.register_nb_transport_bw(this, &pcie_port::tx_bw);
+  SC_HAS_PROCESS(pcie_port);
+  SC_METHOD(arrive);
+  sensitive << m_arrived;
+  dont_initialize();
 }
 
 void pcie_port::send(tlm::tlm_generic_payload& gp, const sc_time& not_before) {
@@ -30,7 +32,7 @@ void pcie_port::release(tlm::tlm_generic_payload& gp, const sc_time& after) {
   rx->nb_transport_bw(gp, ph, d);
 }
 
-tlm::tlm_sync_enum pcie_port::rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_time& d) {
+tlm::tlm_sync_enum pcie_port::rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time& d) {
   if (auto& m = meta(gp); m.lag_ps && !m_owner.forwards_bursts()) {
     // An endpoint stores a burst once all of it is in. A requester takes a completion burst
     // halfway: its requests' completions come in evenly over the lag, so on average their
@@ -39,7 +41,11 @@ tlm::tlm_sync_enum pcie_port::rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase
     d += ps(wait);
     m.lag_ps -= wait;
   }
-  m_arrivals.notify(gp, ph, d);
+  const uint64_t at = now_ps() + to_ps(d);
+  if (!m_arrivals.empty() && at < m_arrivals.back().at_ps)
+    throw std::logic_error(std::string(name()) + ": TLPs must arrive in the order they were sent");
+  m_arrivals.push_back({at, &gp});
+  if (m_arrivals.size() == 1) m_arrived.notify(d);
   return tlm::TLM_ACCEPTED;
 }
 
@@ -48,8 +54,14 @@ tlm::tlm_sync_enum pcie_port::tx_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase
   return tlm::TLM_ACCEPTED;
 }
 
-void pcie_port::arrive(tlm::tlm_generic_payload& gp, const tlm::tlm_phase&) {
-  m_owner.receive(m_index, gp);
+void pcie_port::arrive() {
+  const uint64_t now = now_ps();
+  while (!m_arrivals.empty() && m_arrivals.front().at_ps <= now) {
+    tlm::tlm_generic_payload* gp = m_arrivals.front().gp;
+    m_arrivals.pop_front();  // first: receive() may send, and a loopback could come back here
+    m_owner.receive(m_index, *gp);
+  }
+  if (!m_arrivals.empty()) m_arrived.notify(ps(m_arrivals.front().at_ps - now));
 }
 
 }  // namespace p2psim::link

@@ -9,9 +9,10 @@
 // Completions are TLPs of their own, so BEGIN_RESP is never used.
 #pragma once
 
-#include <tlm_utils/peq_with_cb_and_phase.h>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
+#include <cstdint>
+#include <deque>
 #include <systemc>
 #include <tlm>
 
@@ -47,11 +48,19 @@ class pcie_port : public sc_core::sc_module {
  private:
   tlm::tlm_sync_enum rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
   tlm::tlm_sync_enum tx_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
-  void arrive(tlm::tlm_generic_payload& gp, const tlm::tlm_phase& ph);
+  void arrive();
 
   tlp_handler& m_owner;
   int m_index;
-  tlm_utils::peq_with_cb_and_phase<pcie_port> m_arrivals;
+  // TLPs on their way in, by arrival time. One link feeds a port and a TLP starts only when
+  // the one before it has been sent, so they arrive in the order they were sent: a FIFO
+  // and one event do what a payload event queue would, for less.
+  struct arrival {
+    uint64_t at_ps;
+    tlm::tlm_generic_payload* gp;
+  };
+  std::deque<arrival> m_arrivals;
+  sc_core::sc_event m_arrived;
 };
 
 }  // namespace p2psim::link

@@ -2,6 +2,24 @@
 
 namespace p2psim::link {
 
+void tlp_txn::carry(memory::chunk_run run) {
+  shared = std::move(run);
+  bytes.clear();
+  set_data_ptr(const_cast<uint8_t*>(shared.chunks[0].data()));
+}
+
+std::span<const uint8_t> tlp_txn::payload() {
+  if (shared) {
+    bytes.resize(shared.count * memory::chunk_bytes);
+    for_each_piece([&](uint64_t at, std::span<const uint8_t> piece) {
+      std::copy(piece.begin(), piece.end(), bytes.begin() + long(at));
+    });
+    shared.reset();
+    set_data_ptr(bytes.data());
+  }
+  return {bytes.data(), bytes.size()};
+}
+
 tlp_pool& tlp_pool::instance() {
   static tlp_pool pool;
   return pool;

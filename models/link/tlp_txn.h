@@ -29,18 +29,21 @@ struct tlp_ext : tlm::tlm_extension<tlp_ext> {
 // An allocator that leaves new bytes uninitialised: a payload buffer is always written in
 // full before it is read, so zeroing it first would only cost time on every TLP.
 template <typename T>
-struct uninitialized_allocator : std::allocator<T> {
+struct uninitialized_allocator {
+  using value_type = T;
+  uninitialized_allocator() = default;
   template <typename U>
-  struct rebind {
-    using other = uninitialized_allocator<U>;
-  };
+  uninitialized_allocator(const uninitialized_allocator<U>&) {}
+  T* allocate(size_t n) { return std::allocator<T>().allocate(n); }
+  void deallocate(T* p, size_t n) { std::allocator<T>().deallocate(p, n); }
   template <typename U, typename... Args>
   void construct(U* p, Args&&... args) {
     if constexpr (sizeof...(Args) > 0)
       ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
     else
-      ::new (static_cast<void*>(p)) U;
+      ::new (static_cast<void*>(p)) U;  // default-initialised: no zeroing
   }
+  bool operator==(const uninitialized_allocator&) const { return true; }
 };
 
 class tlp_txn : public tlm::tlm_generic_payload {
@@ -48,19 +51,25 @@ class tlp_txn : public tlm::tlm_generic_payload {
   tlp_txn() { set_extension(&ext); }
   ~tlp_txn() override { clear_extension(&ext); }
   tlp_ext ext;
+  // The payload, unless `shared` carries it.
   std::vector<uint8_t, uninitialized_allocator<uint8_t>> bytes;
-  // Burst fidelity: a burst of one whole memory chunk carries the chunk itself (shared, copy
-  // on write) instead of a copy of its bytes.
-  memory::shared_chunk shared;
-  void carry(memory::shared_chunk c) {
-    shared = std::move(c);
-    bytes.clear();
-    set_data_ptr(const_cast<uint8_t*>(shared.data()));
+  // Burst fidelity: a burst of whole memory chunks carries the chunks themselves (shared,
+  // copy on write) instead of a copy of their bytes.
+  memory::chunk_run shared;
+  void carry(memory::chunk_run run);
+  // Calls f(offset in the payload, bytes) for each contiguous piece of the payload.
+  template <typename F>
+  void for_each_piece(F&& f) const {
+    if (!shared) {
+      f(uint64_t(0), std::span<const uint8_t>(bytes.data(), bytes.size()));
+      return;
+    }
+    for (uint32_t i = 0; i < shared.count; ++i)
+      f(i * memory::chunk_bytes,
+        std::span<const uint8_t>(shared.chunks[i].data(), memory::chunk_bytes));
   }
-  std::span<const uint8_t> payload() const {
-    return shared ? std::span<const uint8_t>(shared.data(), get_data_length())
-                  : std::span<const uint8_t>(bytes.data(), bytes.size());
-  }
+  // The payload in one piece (copies chunks a burst carries into `bytes` first).
+  std::span<const uint8_t> payload();
 };
 
 inline tlp_txn& txn(tlm::tlm_generic_payload& gp) {

@@ -41,23 +41,33 @@ uint8_t* backing_store::chunk_for_write(uint64_t index) {
   return c->bytes;
 }
 
-shared_chunk backing_store::share(uint64_t offset, uint64_t length) const {
+chunk_run backing_store::share(uint64_t offset, uint64_t length) const {
   check(offset, length);
-  if (offset % chunk_bytes || length != chunk_bytes) return {};
-  return shared_chunk(m_chunks[offset / chunk_bytes]);
+  chunk_run run;
+  if (offset % chunk_bytes || length % chunk_bytes || length / chunk_bytes > chunk_run::max)
+    return run;
+  for (uint64_t i = 0; i < length / chunk_bytes; ++i) {
+    chunk* c = m_chunks[offset / chunk_bytes + i];
+    if (!c) return chunk_run();  // never written: nothing to share
+    run.chunks[run.count++] = shared_chunk(c);
+  }
+  return run;
 }
 
-bool backing_store::adopt(uint64_t offset, const shared_chunk& c) {
-  check(offset, chunk_bytes);
-  if (offset % chunk_bytes || !c) return false;
-  chunk*& slot = m_chunks[offset / chunk_bytes];
-  if (slot == c.get()) return true;
-  if (slot)
-    chunk::release(slot);
-  else
-    ++m_allocated;
-  slot = c.get();
-  ++slot->refs;
+bool backing_store::adopt(uint64_t offset, const chunk_run& run) {
+  check(offset, run.count * chunk_bytes);
+  if (offset % chunk_bytes || !run) return false;
+  for (uint32_t i = 0; i < run.count; ++i) {
+    chunk*& slot = m_chunks[offset / chunk_bytes + i];
+    chunk* c = run.chunks[i].get();
+    if (slot == c) continue;
+    if (slot)
+      chunk::release(slot);
+    else
+      ++m_allocated;
+    slot = c;
+    ++slot->refs;
+  }
   return true;
 }
 

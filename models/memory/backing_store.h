@@ -26,12 +26,12 @@ class backing_store {
   void write(uint64_t offset, std::span<const uint8_t> data);
   void read(uint64_t offset, std::span<uint8_t> out) const;
   void fill(uint64_t offset, uint64_t length, uint8_t value);
-  // The chunk holding [offset, offset + length) if that is exactly one whole written chunk
-  // (empty otherwise: the caller copies bytes instead).
-  shared_chunk share(uint64_t offset, uint64_t length) const;
-  // Makes [offset, offset + chunk_bytes) the shared chunk `c` if offset is chunk-aligned;
-  // returns false (nothing changed) otherwise.
-  bool adopt(uint64_t offset, const shared_chunk& c);
+  // The chunks holding [offset, offset + length) if that is whole written chunks, at most
+  // chunk_run::max of them (empty otherwise: the caller copies bytes instead).
+  chunk_run share(uint64_t offset, uint64_t length) const;
+  // Makes the chunks from `offset` on those of `run` if offset is chunk-aligned; returns
+  // false (nothing changed) otherwise.
+  bool adopt(uint64_t offset, const chunk_run& run);
   uint64_t allocated_bytes() const { return m_allocated * chunk_bytes; }
 
  private:

@@ -1,10 +1,11 @@
 // A block of memory bytes that several owners may hold at once: the stores whose contents it
 // is and the bursts carrying it between them. Whoever writes to a block others also hold
-// copies it first (copy on write), so a burst that moves a whole block moves a reference, not
-// 64 KiB of bytes, and still delivers exactly the bytes the source held when it was read.
+// copies it first (copy on write), so a burst that moves whole blocks moves references, not
+// bytes, and still delivers exactly the bytes the source held when it was read.
 // Single-threaded, like the SystemC kernel that drives it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -12,7 +13,8 @@
 
 namespace p2psim::memory {
 
-inline constexpr uint64_t chunk_bytes = 64 * 1024;  // one GPU BAR1 page
+// A sixteenth of a GPU BAR1 page, and what a read burst of 32 tags of 512 bytes moves.
+inline constexpr uint64_t chunk_bytes = 16 * 1024;
 
 struct chunk {
   uint32_t refs;
@@ -57,6 +59,18 @@ class shared_chunk {
 
  private:
   chunk* m_chunk = nullptr;
+};
+
+// Consecutive chunks: what a burst of up to `max` chunks carries.
+struct chunk_run {
+  static constexpr uint32_t max = 4;  // a 64 KiB burst
+  std::array<shared_chunk, max> chunks;
+  uint32_t count = 0;
+  explicit operator bool() const { return count != 0; }
+  void reset() {
+    for (uint32_t i = 0; i < count; ++i) chunks[i].reset();
+    count = 0;
+  }
 };
 
 }  // namespace p2psim::memory

@@ -54,6 +54,10 @@ void credit_gate::schedule_return(fc_class c, credit_cost cost, time_ps arrival)
   if (p.inf_header && p.inf_data) return;
   if (p.inf_header) cost.header = 0;
   if (p.inf_data) cost.data = 0;
+  if (m_pending.empty() || m_pending.back().arrival <= arrival) {
+    m_pending.push_back({arrival, c, cost});
+    return;
+  }
   auto at = m_pending.end();
   while (at != m_pending.begin() && std::prev(at)->arrival > arrival) --at;
   m_pending.insert(at, {arrival, c, cost});

@@ -32,7 +32,7 @@ std::vector<uint8_t> read(const backing_store& s, uint64_t offset, size_t n) {
 TEST_CASE("backing store: round trip across chunk boundaries", "[memory][backing_store]") {
   backing_store s(8 * k_chunk);
   CHECK(s.capacity() == 8 * k_chunk);
-  CHECK(k_chunk == 64u << 10);
+  CHECK(k_chunk == 16u << 10);
   // 3 MiB + 4 bytes starting 5 bytes before the end of chunk 0: touches chunks 0..3 only.
   const auto data = pattern(3 * k_chunk + 4, 3);
   const uint64_t at = k_chunk - 5;

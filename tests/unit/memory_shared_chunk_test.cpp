@@ -16,29 +16,42 @@ std::vector<uint8_t> read(const backing_store& s, uint64_t at, size_t n) {
 }
 }  // namespace
 
-TEST_CASE("shared chunk: only a whole written chunk is shared", "[memory][burst]") {
-  backing_store s(4 * chunk_bytes);
+TEST_CASE("shared chunk: only whole written chunks are shared", "[memory][burst]") {
+  backing_store s(8 * chunk_bytes);
   CHECK_FALSE(s.share(0, chunk_bytes));  // never written: nothing to share (reads as zero)
   s.fill(0, chunk_bytes, 7);
-  CHECK(s.share(0, chunk_bytes));
+  CHECK(s.share(0, chunk_bytes).count == 1);
   CHECK_FALSE(s.share(0, chunk_bytes - 1));
   CHECK_FALSE(s.share(64, chunk_bytes));
+  CHECK_FALSE(s.share(0, 2 * chunk_bytes));  // the second chunk was never written
+  s.fill(0, 6 * chunk_bytes, 7);
+  CHECK(s.share(0, 4 * chunk_bytes).count == 4);
+  CHECK_FALSE(s.share(0, 5 * chunk_bytes));  // more than one burst carries
 }
 
 TEST_CASE("shared chunk: a carried chunk keeps the bytes it was read with", "[memory][burst]") {
   backing_store src(2 * chunk_bytes), dst(2 * chunk_bytes);
   src.fill(chunk_bytes, chunk_bytes, 0x11);
   dst.fill(0, 2 * chunk_bytes, 0xEE);
-  shared_chunk in_flight = src.share(chunk_bytes, chunk_bytes);
+  chunk_run in_flight = src.share(chunk_bytes, chunk_bytes);
   REQUIRE(in_flight);
   src.fill(chunk_bytes, 16, 0x22);  // the source changes after the burst read it
-  CHECK(in_flight.data()[0] == 0x11);
+  CHECK(in_flight.chunks[0].data()[0] == 0x11);
   REQUIRE(dst.adopt(0, in_flight));
   in_flight.reset();
   CHECK(read(dst, 0, chunk_bytes) == std::vector<uint8_t>(chunk_bytes, 0x11));
   CHECK(read(dst, chunk_bytes, 4) == std::vector<uint8_t>(4, 0xEE));  // the next chunk as it was
   CHECK(read(src, chunk_bytes, 16) == std::vector<uint8_t>(16, 0x22));
   CHECK_FALSE(dst.adopt(8, src.share(chunk_bytes, chunk_bytes)));  // not chunk-aligned
+}
+
+TEST_CASE("shared chunk: a run of chunks lands whole", "[memory][burst]") {
+  backing_store src(4 * chunk_bytes), dst(8 * chunk_bytes);
+  for (uint64_t i = 0; i < 4; ++i) src.fill(i * chunk_bytes, chunk_bytes, uint8_t(i + 1));
+  REQUIRE(dst.adopt(2 * chunk_bytes, src.share(0, 4 * chunk_bytes)));
+  for (uint64_t i = 0; i < 4; ++i) CHECK(read(dst, (2 + i) * chunk_bytes + 5, 1)[0] == i + 1);
+  CHECK(read(dst, chunk_bytes, 1)[0] == 0);
+  CHECK(dst.allocated_bytes() == 4 * chunk_bytes);
 }
 
 TEST_CASE("shared chunk: writing to a shared chunk copies it first", "[memory][burst]") {
