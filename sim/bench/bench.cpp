@@ -37,13 +37,14 @@ run_figures figures_of_run(const json& run_json) {
   double wall = 0;
   for (const auto& run : run_json.at("runs")) {
     const auto& s = run.at("sim");
+    const auto& h = run.at("host");
     f.fidelity = s.value("fidelity", "tlp");
     f.tlps += s.at("tlps").get<uint64_t>();
     f.hops += s.value("hops", uint64_t(0));
     f.simulated_ns += s.at("simulated_ns").get<uint64_t>();
-    wall += s.at("wall_seconds").get<double>();
-    f.data_wall_seconds += s.value("data_wall_seconds", 0.0);
-    f.peak_rss_kib = std::max(f.peak_rss_kib, s.value("peak_rss_kib", uint64_t(0)));
+    wall += h.at("wall_seconds").get<double>();
+    f.data_wall_seconds += h.value("data_wall_seconds", 0.0);
+    f.peak_rss_kib = std::max(f.peak_rss_kib, h.value("peak_rss_kib", uint64_t(0)));
   }
   f.wall_seconds = std::max(0.0, wall - f.data_wall_seconds);
   // Transfers run one after another, so their bytes over their summed times is the rate of

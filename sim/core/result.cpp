@@ -33,13 +33,13 @@ json to_json(const run_result& r) {
                             {"samples", l.samples},
                             {"ns", l.ns},
                             {"topology", r.topology}});
-  j["sim"] = {{"simulated_ns", r.simulated_ns},
-              {"tlps", r.tlps},
-              {"hops", r.hops},
-              {"fidelity", r.fidelity},
-              {"wall_seconds", r.wall_seconds},
-              {"data_wall_seconds", r.data_wall_seconds},
-              {"peak_rss_kib", r.peak_rss_kib}};
+  j["sim"] = {
+      {"simulated_ns", r.simulated_ns}, {"tlps", r.tlps}, {"hops", r.hops}, {"fidelity", r.fidelity}};
+  // What the machine it ran on decides, the only fields that differ between two runs of the
+  // same scenario and seed.
+  j["host"] = {{"wall_seconds", r.wall_seconds},
+               {"data_wall_seconds", r.data_wall_seconds},
+               {"peak_rss_kib", r.peak_rss_kib}};
   j["stats"] = r.stats;
   if (!r.program.is_null()) j["program"] = r.program;
   j["errors"] = r.errors;
@@ -79,12 +79,13 @@ run_result run_result_from_json(const json& j) {
   }
   const auto& s = j.at("sim");
   r.simulated_ns = s.at("simulated_ns");
-  r.wall_seconds = s.at("wall_seconds");
   r.tlps = s.at("tlps");
   r.hops = s.value("hops", uint64_t(0));
   r.fidelity = s.value("fidelity", "tlp");
-  r.peak_rss_kib = s.value("peak_rss_kib", uint64_t(0));
-  r.data_wall_seconds = s.value("data_wall_seconds", 0.0);
+  const auto& h = j.at("host");
+  r.wall_seconds = h.at("wall_seconds");
+  r.peak_rss_kib = h.value("peak_rss_kib", uint64_t(0));
+  r.data_wall_seconds = h.value("data_wall_seconds", 0.0);
   r.stats = j.value("stats", json::object());
   if (j.contains("program")) r.program = j["program"];
   r.errors = j.value("errors", std::vector<std::string>{});

@@ -120,10 +120,11 @@ json combined_json(const core::scenario& sc, const std::vector<core::run_result>
     rss = std::max(rss, r.peak_rss_kib);
     data_wall += r.data_wall_seconds;
   }
-  j["sim"] = {{"simulated_ns", ns},   {"tlps", tlps},
-              {"hops", hops},         {"fidelity", runs.empty() ? "tlp" : runs[0].fidelity},
-              {"wall_seconds", wall}, {"data_wall_seconds", data_wall},
-              {"peak_rss_kib", rss}};
+  j["sim"] = {{"simulated_ns", ns},
+              {"tlps", tlps},
+              {"hops", hops},
+              {"fidelity", runs.empty() ? "tlp" : runs[0].fidelity}};
+  j["host"] = {{"wall_seconds", wall}, {"data_wall_seconds", data_wall}, {"peak_rss_kib", rss}};
   return j;
 }
 
