@@ -83,12 +83,23 @@ uint32_t dma_requester::burst_size(const dma_job& j) const {
   return size;
 }
 
-// A burst of reads takes a tag for each request it stands for: at most an eighth of the pool,
-// so when the tags are what limits a read (fewer than its bandwidth-delay product) the window
-// still refills in steps fine enough to keep within a few percent of TLP fidelity.
+// A burst of reads takes a tag for each request it stands for. While the tags may be what
+// limits a read (its round trips do not grow: nothing queues), at most an eighth of the pool,
+// so the window refills in steps fine enough to keep within a few percent of TLP fidelity;
+// once round trips show reads queueing behind each other, the tags are not the limit and a
+// burst may take half of them.
 uint32_t dma_requester::burst_limit(const dma_job& j) const {
   if (posted(j)) return UINT32_MAX;
-  return std::max(1u, std::min(m_tags.available(), m_tags.size() / 8));
+  return std::max(1u, std::min(m_tags.available(), m_tags.size() / (m_reads_queue ? 2 : 8)));
+}
+
+// Whether the tags for a whole read burst are free (or all the job still needs): a burst
+// taken from the few tags that just came back would be small, and stay small.
+bool dma_requester::burst_tags_ready(const active_job& j) const {
+  const uint32_t want = std::max(1u, m_tags.size() / (m_reads_queue ? 2 : 8));
+  const uint32_t left =
+      pcie::count_requests(j.split.address(), j.split.remaining(), j.split.max_bytes());
+  return m_tags.available() >= std::min(want, left);
 }
 
 link::tlp_txn& dma_requester::make(const pcie::tlp_header& h, uint32_t stream, bool burst,
@@ -99,7 +110,7 @@ link::tlp_txn& dma_requester::make(const pcie::tlp_header& h, uint32_t stream, b
 
 bool dma_requester::issue_one(active_job& j) {
   if (waits_for_earlier(j)) return false;
-  if (!posted(j.job) && m_tags.empty()) {
+  if (!posted(j.job) && (m_tags.empty() || (j.burst_bytes && !burst_tags_ready(j)))) {
     ++m_stats.tag_stalls;
     return false;
   }
@@ -137,7 +148,8 @@ bool dma_requester::issue_one(active_job& j) {
     slot.local_offset = local;
     slot.remaining = expected;
     slot.more_tags.clear();
-    for (uint32_t i = 1; i < tlps; ++i) slot.more_tags.push_back(m_tags.acquire());
+    m_tags.acquire(tlps - 1, slot.more_tags);
+    slot.issued_ps = link::now_ps();
     m_stats.max_tags_in_use = std::max(m_stats.max_tags_in_use, m_tags.in_use());
     link::tlp_txn& t = make(h, j.job.stream, burst, tlps, m_params.mrrs);
     if (j.job.atomic) m_local.read(local, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
@@ -202,8 +214,13 @@ void dma_requester::completion(tlm::tlm_generic_payload& gp) {
     m_log.landed(s.stream, h.length, link::now_ps() + link::meta(gp).lag_ps);
   }
   if (s.remaining == 0) {
+    if (link::meta(gp).burst) {
+      const uint64_t rtt = link::now_ps() - s.issued_ps;
+      m_min_read_rtt = std::min(m_min_read_rtt, rtt);
+      m_reads_queue = rtt >= 2 * m_min_read_rtt;
+    }
     m_tags.release(h.tag);
-    for (uint16_t t : s.more_tags) m_tags.release(t);
+    m_tags.release(s.more_tags);
     s.more_tags.clear();
     issue();
   }

@@ -89,13 +89,15 @@ class dma_requester {
     uint64_t local_offset = 0;  // where that byte goes
     uint32_t remaining = 0;
     std::vector<uint16_t> more_tags;  // a read burst's tags besides the one in its header
+    uint64_t issued_ps = 0;
   };
   void issue();
   bool issue_one(active_job& j);
   void advance_segment(active_job& j);
   bool waits_for_earlier(const active_job& j) const;
   uint32_t burst_limit(const dma_job& j) const;  // TLPs the next burst may stand for
-  uint32_t burst_size(const dma_job& j) const;   // bytes per burst for this job
+  bool burst_tags_ready(const active_job& j) const;
+  uint32_t burst_size(const dma_job& j) const;  // bytes per burst for this job
   static link::tlp_txn& make(const pcie::tlp_header& h, uint32_t stream, bool burst, uint32_t tlps,
                              uint32_t unit);
 
@@ -111,6 +113,10 @@ class dma_requester {
   // keeps separate queues so a write can pass a read blocked on credits (PCIe ordering, Yes).
   int m_unsent[2] = {0, 0};
   bool m_issuing = false;
+  // Burst fidelity: the shortest round trip of a read burst so far, and whether the last one
+  // took twice that (reads queue behind each other: bandwidth, not tags, limits them).
+  uint64_t m_min_read_rtt = UINT64_MAX;
+  bool m_reads_queue = false;
   requester_stats m_stats;
 };
 

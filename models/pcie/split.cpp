@@ -43,6 +43,12 @@ uint32_t count_requests(uint64_t address, uint64_t length, uint32_t max_bytes) {
 
 uint32_t count_completions(uint64_t address, uint64_t length, uint32_t request_bytes,
                            uint32_t max_bytes, uint32_t rcb) {
+  if (address % request_bytes == 0 && request_bytes % max_bytes == 0 && max_bytes % rcb == 0) {
+    // Aligned (what DMA engines issue): every completion but a request's last is max_bytes.
+    const uint64_t rest = length % request_bytes;
+    return uint32_t(length / request_bytes * (request_bytes / max_bytes) +
+                    (rest + max_bytes - 1) / max_bytes);
+  }
   uint32_t n = 0;
   request_splitter requests(address, length, request_bytes);
   while (!requests.done()) {

@@ -39,6 +39,8 @@ class request_splitter {
       : m_addr(address), m_left(length), m_max(max_bytes) {}
   bool done() const { return m_left == 0; }
   uint64_t remaining() const { return m_left; }
+  uint64_t address() const { return m_addr; }  // of the next byte
+  uint32_t max_bytes() const { return m_max; }
   chunk next();
   // Burst fidelity: the next up to `max_tlps` TLPs at once, never past a multiple of
   // `boundary` (a power of two of at least max_bytes: a BAR1 or I/O page). tlps = how many.

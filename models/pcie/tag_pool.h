@@ -26,6 +26,20 @@ class tag_pool {
     m_in_use[t] = true;
     return t;
   }
+  // n tags at once (a read burst's), appended to `out`.
+  void acquire(uint32_t n, std::vector<uint16_t>& out) {
+    if (n > m_free.size()) throw std::logic_error("tag_pool: not enough free tags");
+    for (auto it = m_free.end() - n; it != m_free.end(); ++it) m_in_use[*it] = true;
+    out.insert(out.end(), m_free.end() - n, m_free.end());
+    m_free.resize(m_free.size() - n);
+  }
+  void release(const std::vector<uint16_t>& tags) {
+    for (uint16_t t : tags) {
+      if (t >= m_in_use.size() || !m_in_use[t]) throw std::logic_error("tag_pool: tag not in use");
+      m_in_use[t] = false;
+    }
+    m_free.insert(m_free.end(), tags.begin(), tags.end());
+  }
   void release(uint16_t t) {
     if (t >= m_in_use.size() || !m_in_use[t]) throw std::logic_error("tag_pool: tag not in use");
     m_in_use[t] = false;

@@ -120,7 +120,7 @@ void p2p_forwarder::issue_reads() {
       sub.remaining = h.length;
       sub.requests = requests;
       sub.more_tags.clear();
-      for (uint32_t i = 1; i < requests; ++i) sub.more_tags.push_back(m_tags.acquire());
+      m_tags.acquire(requests - 1, sub.more_tags);
       m_in_flight += requests;
       ++r->in_flight;
       r->next_issue = stop;
@@ -225,7 +225,7 @@ bool p2p_forwarder::completion(tlm::tlm_generic_payload& gp, int in) {
   if (s.remaining == 0) {
     s.read = nullptr;
     m_tags.release(uint16_t(slot));
-    for (uint16_t t : s.more_tags) m_tags.release(t);
+    m_tags.release(s.more_tags);
     s.more_tags.clear();
     m_in_flight -= s.requests;
     --r->in_flight;

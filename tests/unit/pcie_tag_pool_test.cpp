@@ -1,4 +1,5 @@
 // Requester tags (DESIGN.md section 4: 32 5-bit, 256 8-bit extended, 768/1024 10-bit tags).
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <set>
@@ -60,4 +61,20 @@ TEST_CASE("tag pool: sizes outside 1..1024 throw", "[pcie][tag_pool]") {
   CHECK_THROWS_AS(tag_pool(1025), std::invalid_argument);
   CHECK(tag_pool(1).size() == 1);
   CHECK(tag_pool(1024).size() == 1024);
+}
+
+TEST_CASE("tag pool: a burst takes and returns many tags at once", "[pcie][tags][burst]") {
+  p2psim::pcie::tag_pool p(8);
+  const uint16_t first = p.acquire();
+  std::vector<uint16_t> more;
+  p.acquire(5, more);
+  CHECK(more.size() == 5);
+  CHECK(p.available() == 2);
+  CHECK(p.in_use() == 6);
+  CHECK(std::find(more.begin(), more.end(), first) == more.end());
+  CHECK_THROWS_AS(p.acquire(3, more), std::logic_error);  // only two left
+  p.release(more);
+  p.release(first);
+  CHECK(p.available() == 8);
+  CHECK_THROWS_AS(p.release(more), std::logic_error);  // already free
 }
