@@ -51,7 +51,7 @@ inline uint64_t now_ps() {
   return to_ps(sc_core::sc_time_stamp());
 }
 inline sc_core::sc_time ps(uint64_t v) {
-  return sc_core::sc_time::from_value(v * ticks_per_ps());
+  return v ? sc_core::sc_time::from_value(v * ticks_per_ps()) : sc_core::SC_ZERO_TIME;
 }
 
 }  // namespace p2psim::link

@@ -4,12 +4,6 @@
 
 namespace p2psim::pcie {
 
-credit_cost credit_cost_of(const tlp_header& h) {
-  credit_cost c;
-  if (has_data(h.type)) c.data = (h.length + data_credit_bytes - 1) / data_credit_bytes;
-  return c;
-}
-
 credit_gate::credit_gate(const credit_limits& l) {
   auto set = [&](fc_class c, uint32_t hdr, uint32_t data) {
     pool& p = m_avail[int(c)];

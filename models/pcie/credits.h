@@ -20,7 +20,11 @@ struct credit_cost {
   uint32_t header = 1;
   uint32_t data = 0;
 };
-credit_cost credit_cost_of(const tlp_header& h);
+inline credit_cost credit_cost_of(const tlp_header& h) {  // on every TLP's path: inline
+  credit_cost c;
+  if (has_data(h.type)) c.data = (h.length + data_credit_bytes - 1) / data_credit_bytes;
+  return c;
+}
 
 struct credit_limits {  // 0 = infinite
   uint32_t ph = 0, pd = 0, nph = 0, npd = 0, cplh = 0, cpld = 0;

@@ -107,26 +107,6 @@ double raw_gbs(int gen, int width) {
   return transfer_rate_gts(gen) * encoding_efficiency(gen) * width / 8.0;
 }
 
-uint32_t header_bytes(tlp_type type, bool addr64) {
-  switch (type) {
-    case tlp_type::mwr:
-    case tlp_type::mrd:
-    case tlp_type::fetch_add:
-    case tlp_type::swap:
-    case tlp_type::cas:
-      return addr64 ? 16 : 12;
-    case tlp_type::msg:
-      return 16;
-    default:
-      return 12;
-  }
-}
-
-uint32_t wire_bytes(const tlp_header& h) {
-  uint32_t payload = has_data(h.type) ? h.length : 0;
-  return framing_bytes + header_bytes(h.type, h.addr64()) + payload + (h.ecrc ? 4 : 0);
-}
-
 uint32_t spec_ack_limit(int gen, int width, uint32_t mps) {
   const limit_table& t = gen == 1 ? ack_gen1 : gen == 2 ? ack_gen2 : ack_gen3;
   transfer_rate_gts(gen);  // validates gen

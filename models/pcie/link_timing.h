@@ -24,9 +24,26 @@ double encoding_efficiency(int gen);
 double raw_gbs(int gen, int width);
 
 // Header bytes: 12 (3DW) or 16 (4DW); completions always 3DW.
-uint32_t header_bytes(tlp_type type, bool addr64);
+// Inline: both run for every TLP on every link.
+inline uint32_t header_bytes(tlp_type type, bool addr64) {
+  switch (type) {
+    case tlp_type::mwr:
+    case tlp_type::mrd:
+    case tlp_type::fetch_add:
+    case tlp_type::swap:
+    case tlp_type::cas:
+      return addr64 ? 16 : 12;
+    case tlp_type::msg:
+      return 16;
+    default:
+      return 12;
+  }
+}
 // Bytes one TLP occupies on the wire: framing + header + payload + optional ECRC.
-uint32_t wire_bytes(const tlp_header& h);
+inline uint32_t wire_bytes(const tlp_header& h) {
+  const uint32_t payload = has_data(h.type) ? h.length : 0;
+  return framing_bytes + header_bytes(h.type, h.addr64()) + payload + (h.ecrc ? 4 : 0);
+}
 
 // The spec's recommended ACK and UpdateFC transmission limits, in bytes between DLLPs
 // (PCIe Base Spec 5.0 tables 3-7..3-9 and 2-46..2-48, as tabulated by pcie-model).
