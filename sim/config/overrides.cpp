@@ -13,7 +13,7 @@ bool is_index(const std::string& s) {
 }
 
 [[noreturn]] void fail(const override_spec& spec, const std::string& message) {
-  throw error({spec.origin(), 0, 0}, "", message);
+  throw error(spec.origin(), "", message);
 }
 
 YAML::Node make_value(const override_spec& spec) {

@@ -12,10 +12,12 @@
 namespace p2psim::config {
 
 struct override_spec {
-  std::string path;                                       // "link.gpu0.gen"
-  std::string value;                                      // "4"
-  std::string text;                                       // the original "link.gpu0.gen=4"
-  std::string origin() const { return "--set " + text; }  // the location errors print
+  std::string path;   // "link.gpu0.gen"
+  std::string value;  // "4"
+  std::string text;   // the original "link.gpu0.gen=4"
+  source_loc from;    // where a file wrote it (a litmus test's `set:`); empty: the command line
+  // Where errors about it point: the place in the file, else the option itself ("--set TEXT").
+  source_loc origin() const { return from.file.empty() ? source_loc{"--set " + text, 0, 0} : from; }
 };
 
 // Splits "key=value" at the first '='. No '=', an empty path or an empty path segment

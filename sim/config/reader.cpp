@@ -1,6 +1,7 @@
 #include "sim/config/reader.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "sim/config/reader_detail.h"
+#include "sim/config/text.h"
 
 namespace p2psim::config {
 
@@ -79,10 +81,15 @@ document document::load(const std::string& path) {
 document document::parse(const std::string& text, const std::string& name) {
   auto state = std::make_shared<detail::doc_state>();
   state->file = name;
-  if (text.find('\0') != std::string::npos)
-    throw error({name, 0, 0}, "", "not a text file (it contains NUL bytes); expected YAML");
+  check_text(text, name, "YAML");
   try {
     state->tree = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own message is "bad file"; say what is wrong with it.
+    throw error({name, e.mark.line + 1, e.mark.column + 1}, "",
+                fmt::format("YAML syntax error: lists and maps nested too deeply (the parser "
+                            "stops at {} levels)",
+                            e.depth()));
   } catch (const YAML::Exception& e) {
     source_loc where{name, 0, 0};
     if (!e.mark.is_null()) where = {name, e.mark.line + 1, e.mark.column + 1};
@@ -93,11 +100,14 @@ document document::parse(const std::string& text, const std::string& name) {
 
 node_reader document::root() const {
   const YAML::Node& t = m_state->tree;
+  // Whole-file problems still get a line: the start of the file, or where the value begins.
   if (!t.IsDefined() || t.IsNull())
-    throw error({m_state->file, 0, 0}, "", "the file is empty; expected a map of keys");
-  if (!t.IsMap())
-    throw error({m_state->file, 0, 0}, "",
+    throw error({m_state->file, 1, 1}, "", "the file is empty; expected a map of keys");
+  if (!t.IsMap()) {
+    const YAML::Mark m = t.Mark();
+    throw error({m_state->file, m.is_null() ? 1 : m.line + 1, m.is_null() ? 1 : m.column + 1}, "",
                 fmt::format("expected a map of keys at the top level, got {}", describe(t)));
+  }
   return node_reader(m_state, t, {m_state->file, 1, 1});
 }
 
@@ -108,7 +118,7 @@ const std::string& document::file() const {
   return m_state->file;
 }
 
-void document::mark_origin(const YAML::Node& node, const std::string& origin) {
+void document::mark_origin(const YAML::Node& node, const source_loc& origin) {
   m_state->origins.emplace_back(node, origin);
   if (node.IsMap()) {
     for (auto it = node.begin(); it != node.end(); ++it) {
@@ -147,7 +157,7 @@ node_reader::node_reader(std::shared_ptr<const detail::doc_state> doc, YAML::Nod
 
 source_loc node_reader::loc_of(const YAML::Node& n, const source_loc& fallback) const {
   for (const auto& [node, origin] : m_doc->origins)
-    if (node.is(n)) return {origin, 0, 0};
+    if (node.is(n)) return origin;
   const YAML::Mark m = n.Mark();
   if (m.is_null()) return fallback;
   return {m_doc->file, m.line + 1, m.column + 1};

@@ -45,8 +45,8 @@ class document {
   const std::string& file() const;
 
   // Records that `node` and everything below it were set by `origin` (e.g. "--set a.b=c"):
-  // errors about them print that text as their location, as code-made nodes have no line.
-  void mark_origin(const YAML::Node& node, const std::string& origin);
+  // errors about them print that as their location, as code-made nodes have no line.
+  void mark_origin(const YAML::Node& node, const source_loc& origin);
 
  private:
   explicit document(std::shared_ptr<detail::doc_state> state) : m_state(std::move(state)) {}

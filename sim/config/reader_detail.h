@@ -8,13 +8,16 @@
 #include <utility>
 #include <vector>
 
+#include "sim/config/source_loc.h"
+
 namespace p2psim::config::detail {
 
 struct doc_state {
   std::string file;
   YAML::Node tree;
-  // Nodes made by overrides, with the override's text; searched by identity (YAML::Node::is).
-  std::vector<std::pair<YAML::Node, std::string>> origins;
+  // Nodes made by overrides, with where the override came from; searched by identity
+  // (YAML::Node::is).
+  std::vector<std::pair<YAML::Node, source_loc>> origins;
 };
 
 // "a map", "a list", "'text'" or "nothing", for "expected X, got Y".

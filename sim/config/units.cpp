@@ -175,7 +175,14 @@ double parse_time_ns(std::string_view text) {
   if (!u)
     throw std::invalid_argument(fmt::format(
         "unknown time unit '{}' in {} (use ps, ns, us, ms or s)", p.unit, quoted(text)));
-  return scaled(v, u->second, "time", text);
+  const double ns = scaled(v, u->second, "time", text);
+  // SystemC's clock counts picoseconds in 64 bits; a longer time would wrap or turn into 0.
+  if (ns * 1e3 >= 18446744073709551616.0)
+    throw std::invalid_argument(
+        fmt::format("time {} is too large: simulated time counts picoseconds in 64 bits, which "
+                    "ends after about 213 days",
+                    quoted(text)));
+  return ns;
 }
 
 double parse_bandwidth_gbs(std::string_view text) {
@@ -218,7 +225,13 @@ double parse_bandwidth_gbs(std::string_view text) {
         "unknown bandwidth unit '{}' in {} (use B/s, kB/s, MB/s, GB/s, TB/s, KiB/s..TiB/s, or "
         "bits: b/s, kb/s, Mb/s, Gb/s, Tb/s)",
         p.unit, quoted(text)));
-  return scaled(v, u->second, "bandwidth", text);
+  const double gbs = scaled(v, u->second, "bandwidth", text);
+  // A TLP's time must fit the simulated clock (see parse_time_ns): a 4 KiB one stops fitting
+  // below about 2e-4 B/s. 1 B/s is a round floor above that.
+  if (gbs > 0 && gbs < 1e-9)
+    throw std::invalid_argument(fmt::format(
+        "bandwidth {} is too small: at least 1 B/s (or 0 where 0 means no limit)", quoted(text)));
+  return gbs;
 }
 
 uint64_t parse_address(std::string_view text) {

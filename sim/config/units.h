@@ -16,10 +16,12 @@ namespace p2psim::config {
 uint64_t parse_size(std::string_view text);
 
 // Nanoseconds. Units ps, ns, us (or µs), ms, s; the unit is required except for a bare "0".
+// At most 2^64 ps (about 213 days), what the simulated clock holds.
 double parse_time_ns(std::string_view text);
 
 // GB/s with GB = 1e9 bytes. Bytes: B/s, kB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s;
-// bits: b/s, kb/s, Mb/s, Gb/s, Tb/s (also kbps, Mbps, Gbps, Tbps). A bare "0" is allowed.
+// bits: b/s, kb/s, Mb/s, Gb/s, Tb/s (also kbps, Mbps, Gbps, Tbps). A bare "0" is allowed;
+// anything else is at least 1 B/s.
 double parse_bandwidth_gbs(std::string_view text);
 
 // Hexadecimal "0x..." or decimal; '_' may separate digits ("0x4000_0000_0000").

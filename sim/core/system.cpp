@@ -1,10 +1,16 @@
 #include "sim/core/system.h"
 
+#include <fmt/format.h>
+
 #include <deque>
+#include <new>
 #include <set>
 
+#include "models/memory/backing_store.h"
 #include "models/pcie/address.h"
 #include "models/pcie/window.h"
+#include "sim/config/error.h"
+#include "sim/config/units.h"
 
 namespace p2psim::core {
 
@@ -47,6 +53,23 @@ pcie::credit_limits receiver_credits(const topo::credit_params& c, bool infinite
   return l;
 }
 
+// Builds a model that backs `bytes` of memory. The backing store reserves its table of chunks
+// (8 bytes per 16 KiB) up front, so a memory larger than this machine can reserve that for is
+// an input too large to simulate, named at its key, not an internal error.
+template <class F>
+auto backed(F&& make, const config::source_loc& where, const std::string& key, uint64_t bytes) {
+  try {
+    return make();
+  } catch (const std::bad_alloc&) {
+    throw config::error(
+        where, key,
+        fmt::format("{} is more memory than this machine can simulate: the table of its pages "
+                    "alone needs {} of address space",
+                    config::format_size(bytes),
+                    config::format_size(bytes / memory::backing_store::chunk_bytes * 8)));
+  }
+}
+
 }  // namespace
 
 fabric_system::fabric_system(const topo::topology& t, const topo::address_map& a, bool bursts)
@@ -78,7 +101,9 @@ void fabric_system::build_sockets() {
     p.interconnect_ports = 0;
     for (const auto& q : m_topo.interconnects)
       p.interconnect_ports += q.a == s.name || q.b == s.name;
-    m_sockets[s.name] = std::make_unique<root_complex::root_complex>(s.name.c_str(), p, m_log);
+    m_sockets[s.name] = backed(
+        [&] { return std::make_unique<root_complex::root_complex>(s.name.c_str(), p, m_log); },
+        topo::loc_of(s, "memory"), "memory", s.memory_bytes);
   }
 }
 
@@ -115,7 +140,8 @@ void fabric_system::build_devices() {
       p.vram = {d.vram_latency_ns, d.vram_bandwidth_gbs, m_topo.mps_of(d), m_topo.rcb_of(d)};
       p.copy = req;
       p.rdma_ordering = ordering_of(d.rdma_ordering);
-      m_gpus[d.name] = std::make_unique<gpu::gpu>(d.name.c_str(), p, m_log);
+      m_gpus[d.name] = backed([&] { return std::make_unique<gpu::gpu>(d.name.c_str(), p, m_log); },
+                              topo::loc_of(d, "vram"), "vram", d.vram_bytes);
     } else {
       dma_engine::engine_params p;
       p.bdf = da.bdf;
@@ -125,7 +151,10 @@ void fabric_system::build_devices() {
       p.descriptor_latency_ns = d.descriptor_latency_ns;
       p.local = {100, 0, m_topo.mps_of(d), m_topo.rcb_of(d)};
       p.requester = req;
-      m_engines[d.name] = std::make_unique<dma_engine::dma_engine>(d.name.c_str(), p, m_log);
+      const char* key = d.bar2_bytes > d.local_memory_bytes ? "bar2" : "local_memory";
+      m_engines[d.name] =
+          backed([&] { return std::make_unique<dma_engine::dma_engine>(d.name.c_str(), p, m_log); },
+                 topo::loc_of(d, key), key, p.local_memory_bytes);
     }
   }
 }

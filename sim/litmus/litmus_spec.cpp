@@ -295,12 +295,18 @@ litmus_spec load_litmus(const std::string& path) {
   if (!topo.is_absolute()) topo = fs::path(path).parent_path() / topo;
   t.topology = topo.lexically_normal().string();
   if (!fs::is_regular_file(t.topology)) r.fail("topology", "no topology file " + t.topology);
-  for (const auto& s : r.has("set") ? r.string_list("set") : std::vector<std::string>{}) {
+  const std::vector<std::string> sets =
+      r.has("set") ? r.string_list("set") : std::vector<std::string>{};
+  for (size_t i = 0; i < sets.size(); ++i) {
     try {
-      t.topology_sets.push_back(config::parse_override(s));
+      t.topology_sets.push_back(config::parse_override(sets[i]));
     } catch (const config::error& e) {
       r.fail("set", e.message);
     }
+    // Errors about the topology this override makes name the item here, not a "--set".
+    const YAML::Mark m = r.node()["set"][i].Mark();
+    t.topology_sets.back().from =
+        m.is_null() ? r.loc("set") : config::source_loc{path, m.line + 1, m.column + 1};
   }
   auto locs = r.child("locations");
   for (const auto& k : locs.keys()) {
@@ -314,6 +320,8 @@ litmus_spec load_litmus(const std::string& path) {
     if (!names.insert(t.agents.back().name).second)
       a.fail("name", "duplicate agent name '" + t.agents.back().name + "'");
   }
+  // Without agents nothing runs, and a condition on initial values would pass vacuously.
+  if (t.agents.empty()) r.fail("agents", "name at least one agent");
   try {
     t.cond = condition::parse(r.str("condition"));
   } catch (const std::invalid_argument& e) {

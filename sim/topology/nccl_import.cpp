@@ -13,6 +13,7 @@
 #include <pugixml.hpp>
 
 #include "sim/config/error.h"
+#include "sim/config/text.h"
 #include "sim/topology/nccl_import_detail.h"
 #include "sim/topology/topology_loader.h"
 
@@ -44,6 +45,8 @@ class importer {
   }
 
   nccl_import_result run() {
+    // pugixml takes any bytes; names and IDs from the file end up in the YAML's comments.
+    config::check_text(m_text, m_file, "XML");
     pugi::xml_document doc;
     pugi::xml_parse_result parsed =
         doc.load_buffer(m_text.data(), m_text.size(), pugi::parse_default, pugi::encoding_utf8);
@@ -126,10 +129,24 @@ class importer {
       if (tag == "nic")  // NCCL's place for a NIC with no PCI device (virtual, USB)
         m_tree.skipped.push_back(where(child) + ": a <nic> with no PCI device (virtual NIC)");
     }
+    // NCCL records no host bridges, so all of these are root ports of one: devices 1..31 of
+    // its root bus.
+    if (size_t below = links_from(m_tree.sockets[socket]); below > 31)
+      fail(cpu, "",
+           fmt::format("{} devices and switches directly below this <cpu>: they become root ports "
+                       "of one host bridge, which has at most 31",
+                       below));
+  }
+
+  size_t links_from(size_t up) const {
+    return size_t(std::count_if(m_tree.links.begin(), m_tree.links.end(),
+                                [up](const nccl_link& l) { return l.up == up; }));
   }
 
   // `up`: the socket or switch the element's link comes from. `up_bridge`: the bridge element
   // `up` was made from, when that is the element's parent (to spot its downstream ports).
+  // The recursion is bounded: every other level at least is a switch, whose link add_link
+  // counts against the 256 bus numbers.
   void walk_pci(pugi::xml_node pci, size_t up, pugi::xml_node up_bridge) {
     const char* busid_text = pci.attribute("busid").value();
     if (!pci.attribute("busid")) fail(pci, "busid", "missing; every <pci> has its PCI address");
@@ -157,6 +174,12 @@ class importer {
       size_t sw = add({nccl_kind::pcie_switch, *bus, id + what, {}, {}});
       add_link(pci, up, sw);
       for (pugi::xml_node child : pci.children("pci")) walk_pci(child, sw, pci);
+      // Downstream ports are devices 0..31 of the switch's internal bus.
+      if (size_t below = links_from(sw); below > 32)
+        fail(pci, "",
+             fmt::format("{} devices and switches below this switch: a PCIe switch has at most "
+                         "32 downstream ports",
+                         below));
       return;
     }
     if (kind == pci_kind::other) {
@@ -240,6 +263,13 @@ class importer {
     if (!lanes || std::find(std::begin(k_widths), std::end(k_widths), *lanes) == std::end(k_widths))
       fail(el, "link_width",
            fmt::format("'{}' is not a link width (1, 2, 4, 8, 12, 16 or 32 lanes)", width.value()));
+    // The loader numbers buses as firmware does, from one range of 256 for the whole system: a
+    // root bus per socket, a bus below each link and one inside each switch.
+    m_buses += 1 + (m_tree.entities[down].kind == nccl_kind::pcie_switch ? 1 : 0);
+    if (m_buses + m_tree.sockets.size() > 256)
+      fail(el, "",
+           "with this element the machine needs more than 256 PCI bus numbers (p2psim numbers "
+           "the buses of every socket from one range of 256)");
     nccl_link l{up, down, *gen, int(*lanes), {}};
     if (m_tree.entities[up].kind == nccl_kind::socket) {
       const std::string& preset = m_tree.entities[up].platform;
@@ -293,6 +323,7 @@ class importer {
   nccl_tree m_tree;
   std::map<pci_busid, pugi::xml_node> m_busids;
   std::map<std::string, int> m_max_gen;
+  size_t m_buses = 0;  // below root ports and inside switches
   std::vector<std::string> m_warnings;
 };
 

@@ -55,6 +55,8 @@ void read_memory(const config::node_reader& r, platform_params& p) {
 
 void read_interconnect(const config::node_reader& r, platform_params& p) {
   p.qpi_bandwidth_gbs = r.bandwidth_gbs("bandwidth", p.qpi_bandwidth_gbs);
+  // The link's speed, not a cap: every byte takes 1/bandwidth.
+  if (p.qpi_bandwidth_gbs == 0) r.fail("bandwidth", "an interconnect's bandwidth must be above 0");
   p.qpi_latency_ns = r.time_ns("latency", p.qpi_latency_ns);
   if (auto p2p = r.optional_child("p2p")) {
     if (auto w = p2p->optional_child("write")) read_forwarding(*w, p.qpi_p2p_write, false);

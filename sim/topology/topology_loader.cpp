@@ -97,7 +97,11 @@ interconnect_params read_interconnect(const node_reader& r) {
     r.fail("between", fmt::format("expected two socket names, got {}", between.size()));
   ic.a = between[0];
   ic.b = between[1];
-  if (r.has("bandwidth")) ic.bandwidth_gbs = r.bandwidth_gbs("bandwidth");
+  if (r.has("bandwidth")) {
+    ic.bandwidth_gbs = r.bandwidth_gbs("bandwidth");
+    // Unlike the caps where 0 means none, this is the link's speed: every byte takes 1/bandwidth.
+    if (*ic.bandwidth_gbs == 0) r.fail("bandwidth", "an interconnect's bandwidth must be above 0");
+  }
   if (r.has("latency")) ic.latency_ns = r.time_ns("latency");
   r.done();
   record_locs(r, ic.key_locs);
@@ -231,7 +235,7 @@ topology load_topology(const std::string& path, const load_options& options) {
 topology load_topology(config::document& doc, const load_options& options) {
   for (const auto& o : options.overrides) {
     if (!is_topology_override(o))
-      throw config::error({o.origin(), 0, 0}, "",
+      throw config::error(o.origin(), "",
                           "not a topology setting (those start with link., switch., device., "
                           "socket., interconnect. or pcie.)");
     config::apply_override(doc, o, topology_override_rules());

@@ -17,11 +17,15 @@ struct cli_result {
   std::string out, err;
 };
 
-inline cli_result run_cli(const std::string& args) {
+// With `timeout_seconds`, timeout(1) ends the command after that long (exit code 124), so a
+// hang fails the test instead of blocking the whole suite.
+inline cli_result run_cli(const std::string& args, int timeout_seconds = 0) {
   static std::atomic<int> n = 0;  // tests may run several commands at once
   std::string err_file = "cli_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(n++);
-  std::string cmd = std::string("cd " P2PSIM_SOURCE_DIR " && " P2PSIM_BIN " ") + args + " 2>" +
-                    std::string(P2PSIM_BUILD_DIR) + "/" + err_file;
+  std::string limit =
+      timeout_seconds > 0 ? "timeout -k 10 " + std::to_string(timeout_seconds) + " " : "";
+  std::string cmd = std::string("cd " P2PSIM_SOURCE_DIR " && ") + limit + P2PSIM_BIN " " + args +
+                    " 2>" + std::string(P2PSIM_BUILD_DIR) + "/" + err_file;
   cli_result r;
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf;

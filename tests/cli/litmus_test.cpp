@@ -125,15 +125,15 @@ TEST_CASE("bad litmus files are rejected with file and line", "[cli][litmus]") {
     const char* file;
     const char* message;
   };
-  for (auto b : {bad{"bad_unknown_key.yaml:10:", "unknown key 'valeu'"},
-                 bad{"bad_condition.yaml:11:", "expected == or !="},
-                 bad{"bad_kernel_host.yaml:10:", "a kernel agent reads and writes GPU memory"},
-                 bad{"bad_register_twice.yaml:11:", "register 'r' is already written"},
-                 bad{"bad_atomic_size.yaml:10:", "an AtomicOp's location holds 4 or 8 bytes"},
-                 bad{"bad_read_into.yaml:11:", "is not in the agent's own memory (nic0)"},
-                 bad{"bad_variant.yaml:13:", "a variant is RO or IDO, not 'NS'"}}) {
+  for (auto b : {bad{"litmus_unknown_key.yaml:11:", "unknown key 'valeu'"},
+                 bad{"litmus_condition.yaml:12:", "expected == or !="},
+                 bad{"litmus_kernel_host.yaml:11:", "a kernel agent reads and writes GPU memory"},
+                 bad{"litmus_register_twice.yaml:12:", "register 'r' is already written"},
+                 bad{"litmus_atomic_size.yaml:11:", "an AtomicOp's location holds 4 or 8 bytes"},
+                 bad{"litmus_read_into.yaml:12:", "is not in the agent's own memory (nic0)"},
+                 bad{"litmus_variant.yaml:14:", "a variant is RO or IDO, not 'NS'"}}) {
     std::string f(b.file);
-    auto r = run_cli("litmus tests/data/litmus/" + f.substr(0, f.find(':')));
+    auto r = run_cli("litmus tests/corpus/bad/" + f.substr(0, f.find(':')));
     INFO(r.err);
     CHECK(r.exit_code == 2);
     CHECK(r.err.find(f) != std::string::npos);

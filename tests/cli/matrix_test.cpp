@@ -69,16 +69,16 @@ TEST_CASE("matrix: the report adds the device x device matrix of the pairs", "[c
 }
 
 TEST_CASE("matrix: a device the topology lacks is named at the matrix", "[cli][matrix][bad]") {
-  auto r = run_cli("run tests/data/bad/matrix_unknown_device.yaml");
+  auto r = run_cli("run tests/corpus/bad/matrix_unknown_device.yaml");
   INFO(r.err);
   CHECK(r.exit_code == 2);
-  CHECK(r.err.find("matrix_unknown_device.yaml:4:") != std::string::npos);
+  CHECK(r.err.find("matrix_unknown_device.yaml:5:") != std::string::npos);
   CHECK(r.err.find("'nic9' is not a") != std::string::npos);
 }
 
 TEST_CASE("matrix: a bad matrix key exits 2 naming file:line:col", "[cli][matrix][bad]") {
-  auto r = run_cli("run tests/data/bad/matrix_op.yaml");
+  auto r = run_cli("run tests/corpus/bad/matrix_op.yaml");
   INFO(r.err);
   CHECK(r.exit_code == 2);
-  CHECK(r.err.find("matrix_op.yaml:3:37: error: op: expected one of") != std::string::npos);
+  CHECK(r.err.find("matrix_op.yaml:4:37: error: op: expected one of") != std::string::npos);
 }

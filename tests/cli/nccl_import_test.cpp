@@ -114,15 +114,23 @@ TEST_CASE("import-nccl: without -o the YAML goes to standard output", "[cli][ncc
   CHECK(r.out.find("  - {up: sw0, down: gpu0, gen: 3, width: 16}") != std::string::npos);
 }
 
+TEST_CASE("import-nccl: -o /dev/null checks the import and keeps nothing", "[cli][nccl]") {
+  // What is written is loaded from memory, not read back from a file that may not hold it.
+  auto r = run_cli("topo --import-nccl tests/data/nccl/pix_switch.xml -o /dev/null");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("Wrote /dev/null: 1 socket(s), 1 switch(es), 1 GPU(s)") != std::string::npos);
+}
+
 TEST_CASE("import-nccl: bad files exit 2 with file and line", "[cli][nccl][bad]") {
-  expect_bad("topo --import-nccl tests/data/nccl/bad/not_xml.xml -o /dev/null",
-             "not_xml.xml:4:", "XML");
-  expect_bad("topo --import-nccl tests/data/nccl/bad/no_system.xml", "no_system.xml:2:1",
+  expect_bad("topo --import-nccl tests/corpus/bad/nccl_not_xml.xml -o /dev/null",
+             "nccl_not_xml.xml:5:", "XML");
+  expect_bad("topo --import-nccl tests/corpus/bad/nccl_no_system.xml", "nccl_no_system.xml:3:1",
              "expected <system>");
-  expect_bad("topo --import-nccl tests/data/nccl/bad/unknown_speed.xml", "unknown_speed.xml:4:7",
-             "link_speed: 'Unknown'");
-  expect_bad("topo --import-nccl tests/data/nccl/bad/unknown_class.xml", "unknown_class.xml:3:5",
-             "0x088000");
+  expect_bad("topo --import-nccl tests/corpus/bad/nccl_unknown_speed.xml",
+             "nccl_unknown_speed.xml:5:7", "link_speed: 'Unknown'");
+  expect_bad("topo --import-nccl tests/corpus/bad/nccl_unknown_class.xml",
+             "nccl_unknown_class.xml:4:5", "0x088000");
   expect_bad("topo --import-nccl topologies/single_rc.yaml", "single_rc.yaml:", "XML");
   expect_bad("topo --import-nccl tests/data/nccl/missing.xml", "missing.xml", "no such file");
 }

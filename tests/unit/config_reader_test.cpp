@@ -125,13 +125,15 @@ TEST_CASE("reader: duplicate keys are an error", "[config][reader]") {
 
 TEST_CASE("reader: empty or non-map or garbage documents are config errors", "[config][reader]") {
   CHECK_THAT(error_of([] { doc("").root(); }).what(),
-             Equals("t.yaml: error: the file is empty; expected a map of keys"));
+             Equals("t.yaml:1:1: error: the file is empty; expected a map of keys"));
   CHECK_THAT(error_of([] { doc("# only a comment\n").root(); }).what(), Contains("empty"));
-  CHECK_THAT(error_of([] { doc("- a\n- b\n").root(); }).what(),
-             Contains("expected a map of keys at the top level, got a list"));
+  CHECK_THAT(error_of([] { doc("# a list\n- a\n- b\n").root(); }).what(),
+             Contains("t.yaml:2:1: error: expected a map of keys at the top level, got a list"));
   CHECK_THAT(error_of([] { doc("just text").root(); }).what(), Contains("got 'just text'"));
   CHECK_THAT(error_of([] { doc(std::string("a: \0\x01\xff", 6)); }).what(),
-             Contains("not a text file"));
+             Contains("t.yaml:1:4: error: not a text file"));
+  CHECK_THAT(error_of([] { doc("a: [" + std::string(600, '[')); }).what(),
+             Contains("nested too deeply"));
   error e = error_of([] { doc("a: [1, 2\nb: 3\n"); });
   CHECK(e.loc.line > 0);
   CHECK_THAT(e.what(), Contains("YAML syntax error"));
@@ -139,6 +141,25 @@ TEST_CASE("reader: empty or non-map or garbage documents are config errors", "[c
              Contains("t.yaml"));
   CHECK_THAT(error_of([] { doc("? [a, b]\n: 1\n").root(); }).what(),
              Contains("a key must be a plain name, got a list"));
+}
+
+TEST_CASE("reader: text that is not UTF-8 is named at its byte", "[config][reader]") {
+  // Valid: ASCII, 2-, 3- and 4-byte characters, a byte order mark.
+  for (const char* ok : {"a: b\n", "a: caf\xc3\xa9\n", "a: \xe2\x82\xac\n", "a: \xf0\x9f\x98\x80\n",
+                         "\xef\xbb\xbf"
+                         "a: b\n"})
+    CHECK_NOTHROW(doc(ok));
+  // A Latin-1 byte, a lone continuation byte, an overlong '/', a UTF-16 surrogate, a code
+  // point above U+10FFFF and a character cut short by the end of the file.
+  for (const char* bad : {"a: b\xe9\n", "a: \x80\n", "a: \xc0\xaf\n", "a: \xed\xa0\x80\n",
+                          "a: \xf4\x90\x80\x80\n", "a: \xe2\x82"}) {
+    error e = error_of([&] { doc(bad); });
+    INFO(e.what());
+    CHECK(e.loc.line == 1);
+    CHECK(e.loc.column == (bad[3] == 'b' ? 5 : 4));
+    CHECK_THAT(e.what(), Contains("not UTF-8 text"));
+  }
+  CHECK(error_of([] { doc("a: 1\nb: x\xff\n"); }).loc.line == 2);
 }
 
 TEST_CASE("reader: load reports missing files and directories", "[config][reader]") {

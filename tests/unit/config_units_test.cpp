@@ -74,6 +74,11 @@ TEST_CASE("units: parse_time_ns rejects missing units and negatives and garbage"
   CHECK_THROWS_WITH(parse_time_ns("infns"), Contains("expected a time"));
   CHECK_THROWS_WITH(parse_time_ns("1e400ns"), Contains("out of range"));
   CHECK_THROWS_WITH(parse_time_ns("1e300s"), Contains("too large"));
+  // The simulated clock holds 2^64 ps: a longer time would wrap.
+  CHECK(parse_time_ns("1e7s") == Approx(1e16));
+  CHECK_THROWS_WITH(parse_time_ns("1e9s"), Contains("simulated time counts picoseconds"));
+  CHECK(parse_time_ns("18446743s") == Approx(1.8446743e16));
+  CHECK_THROWS_WITH(parse_time_ns("18446745s"), Contains("too large"));
   CHECK_THROWS_AS(parse_time_ns("ns"), std::invalid_argument);
 }
 
@@ -98,6 +103,10 @@ TEST_CASE("units: parse_bandwidth_gbs rejects bad bandwidths", "[config][units]"
   CHECK_THROWS_WITH(parse_bandwidth_gbs("-1GB/s"), Contains("must not be negative"));
   CHECK_THROWS_WITH(parse_bandwidth_gbs("fast"), Contains("expected a bandwidth such as"));
   CHECK_THROWS_WITH(parse_bandwidth_gbs("1e308TB/s"), Contains("too large"));
+  CHECK(parse_bandwidth_gbs("1B/s") == Approx(1e-9));
+  CHECK(parse_bandwidth_gbs("0GB/s") == 0);
+  CHECK_THROWS_WITH(parse_bandwidth_gbs("0.5B/s"), Contains("too small: at least 1 B/s"));
+  CHECK_THROWS_WITH(parse_bandwidth_gbs("1e-300GB/s"), Contains("too small"));
 }
 
 TEST_CASE("units: parse_address reads hex and decimal", "[config][units]") {

@@ -256,16 +256,18 @@ TEST_CASE("nccl import: three sockets are joined pairwise", "[topology][nccl]") 
 }
 
 TEST_CASE("nccl import: bad files name file line and column", "[topology][nccl][bad]") {
-  config::error e = file_error_of("bad/not_xml.xml");
-  CHECK_THAT(e.what(), Contains("not_xml.xml:4:"));
+  // The malformed files live with the other malformed inputs.
+  const std::string bad = "../../corpus/bad/";
+  config::error e = file_error_of(bad + "nccl_not_xml.xml");
+  CHECK_THAT(e.what(), Contains("nccl_not_xml.xml:5:"));
   CHECK(e.key == "XML");
-  e = file_error_of("bad/no_system.xml");
-  CHECK_THAT(e.what(), Contains("no_system.xml:2:1: error: "));
+  e = file_error_of(bad + "nccl_no_system.xml");
+  CHECK_THAT(e.what(), Contains("nccl_no_system.xml:3:1: error: "));
   CHECK_THAT(e.message, Contains("got <topology>"));
-  e = file_error_of("bad/unknown_speed.xml");
-  CHECK_THAT(e.what(), Contains("unknown_speed.xml:4:7: error: link_speed: 'Unknown'"));
-  e = file_error_of("bad/unknown_class.xml");
-  CHECK_THAT(e.what(), Contains("unknown_class.xml:3:5: error: class: '0x088000'"));
+  e = file_error_of(bad + "nccl_unknown_speed.xml");
+  CHECK_THAT(e.what(), Contains("nccl_unknown_speed.xml:5:7: error: link_speed: 'Unknown'"));
+  e = file_error_of(bad + "nccl_unknown_class.xml");
+  CHECK_THAT(e.what(), Contains("nccl_unknown_class.xml:4:5: error: class: '0x088000'"));
   e = file_error_of("no_such_file.xml");
   CHECK_THAT(e.what(), Contains("no such file"));
 }

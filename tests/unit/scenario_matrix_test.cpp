@@ -72,17 +72,17 @@ TEST_CASE("matrix: --set reaches the matrix's keys", "[scenario][matrix]") {
 
 TEST_CASE("matrix: bad matrices name file:line:col and the key", "[scenario][matrix]") {
   CHECK_THAT(
-      error_of("tests/data/bad/matrix_unknown_key.yaml"),
-      Catch::Contains("matrix_unknown_key.yaml:3:50") && Catch::Contains("unknown key 'sise'"));
-  CHECK_THAT(error_of("tests/data/bad/matrix_one_device.yaml"),
-             Catch::Contains("matrix_one_device.yaml:3:19") && Catch::Contains("devices") &&
+      error_of("tests/corpus/bad/matrix_unknown_key.yaml"),
+      Catch::Contains("matrix_unknown_key.yaml:4:50") && Catch::Contains("unknown key 'sise'"));
+  CHECK_THAT(error_of("tests/corpus/bad/matrix_one_device.yaml"),
+             Catch::Contains("matrix_one_device.yaml:4:19") && Catch::Contains("devices") &&
                  Catch::Contains("at least two devices"));
-  CHECK_THAT(error_of("tests/data/bad/matrix_duplicate_device.yaml"),
-             Catch::Contains("matrix_duplicate_device.yaml:3:") &&
+  CHECK_THAT(error_of("tests/corpus/bad/matrix_duplicate_device.yaml"),
+             Catch::Contains("matrix_duplicate_device.yaml:4:") &&
                  Catch::Contains("'gpu0' is listed twice"));
-  CHECK_THAT(error_of("tests/data/bad/matrix_op.yaml"), Catch::Contains("matrix_op.yaml:3:37") &&
-                                                            Catch::Contains("op") &&
-                                                            Catch::Contains("expected one of"));
+  CHECK_THAT(error_of("tests/corpus/bad/matrix_op.yaml"), Catch::Contains("matrix_op.yaml:4:37") &&
+                                                              Catch::Contains("op") &&
+                                                              Catch::Contains("expected one of"));
 }
 
 TEST_CASE("matrix: a matrix pair may not reuse a listed transfer's name", "[scenario][matrix]") {

@@ -97,7 +97,7 @@ TEST_CASE("topology checks: files that are not topologies", "[topology][checks]"
   CHECK(e.loc.line == 4);
   CHECK_THAT(e.what(), Contains("YAML syntax error"));
   CHECK_THAT(load_error("empty").what(),
-             Contains("empty.yaml: error: the file is empty; expected a map of keys"));
+             Contains("empty.yaml:1:1: error: the file is empty; expected a map of keys"));
   CHECK_THAT(load_error("not_a_map").what(),
              Contains("expected a map of keys at the top level, got a list"));
   CHECK_THAT(load_error("no_sockets").what(),

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "sim/config/error.h"
+#include "sim/config/reader.h"
 #include "sim/topology/address_map.h"
 #include "sim/topology/nccl_import.h"
 #include "sim/topology/topo_report.h"
@@ -38,7 +39,9 @@ int import_nccl(const topo_args& a) {
   lo.platform_dirs = platform_dirs();
   topo::topology t;
   try {
-    t = topo::load_topology(a.output, lo);
+    // The text, not the file: -o may be something that does not read back (/dev/null).
+    config::document doc = config::document::parse(r.yaml, a.output);
+    t = topo::load_topology(doc, lo);
   } catch (const config::error& e) {
     // The importer's own mistake, not the user's: report it as an internal error.
     throw std::logic_error(std::string("the imported topology does not load: ") + e.what());
