@@ -36,7 +36,7 @@ sanitize: deps
 	@cd $(SANITIZE_BUILD) && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 \
 	  ASAN_OPTIONS=detect_stack_use_after_return=0:detect_leaks=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --output-on-failure -j $(JOBS) -R '^(unit|model|conformance): '
+	  ctest --output-on-failure -j $(JOBS) -R '^(unit|model|conformance):'
 
 clean:
 	@rm -rf $(BUILD) $(SANITIZE_BUILD)
