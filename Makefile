@@ -29,12 +29,14 @@ format:
 
 # The unit, model and conformance tests again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (.ci/run runs it after `make test`). SystemC switches thread
-# stacks by hand, which ASan's stack-use-after-return check cannot follow: it is off.
+# stacks by hand, which ASan's stack-use-after-return check cannot follow, and which
+# LeakSanitizer's tracer crashes on (a thread still waiting when a simulation ends is never
+# unwound, so its locals would show as leaks anyway): both are off.
 sanitize: deps
 	@cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DP2PSIM_SANITIZE=ON >/dev/null
 	@cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target unit_tests model_tests conformance_tests
 	@cd $(SANITIZE_BUILD) && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 \
-	  ASAN_OPTIONS=detect_stack_use_after_return=0:detect_leaks=1 \
+	  ASAN_OPTIONS=detect_stack_use_after_return=0:detect_leaks=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) -R '^(unit|model|conformance):'
 

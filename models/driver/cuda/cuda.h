@@ -48,7 +48,7 @@ typedef enum cudaError_enum {
   CUDA_ERROR_UNKNOWN = 999
 } CUresult;
 
-typedef enum CUpointer_attribute_enum {
+typedef enum CUpointer_attribute_enum : int {  // fixed type: callers may pass any int, as in C
   CU_POINTER_ATTRIBUTE_CONTEXT = 1,                     /* CUcontext */
   CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,                 /* unsigned int (CUmemorytype) */
   CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3,              /* CUdeviceptr */
