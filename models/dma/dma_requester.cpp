@@ -88,18 +88,20 @@ uint32_t dma_requester::burst_size(const dma_job& j) const {
 // so the window refills in steps fine enough to keep within a few percent of TLP fidelity;
 // once round trips show reads queueing behind each other, the tags are not the limit and a
 // burst may take half of them.
+uint32_t dma_requester::read_burst_tags() const {
+  return std::max(1u, m_tags.size() / (m_reads_queue ? 2 : 8));
+}
+
 uint32_t dma_requester::burst_limit(const dma_job& j) const {
-  if (posted(j)) return UINT32_MAX;
-  return std::max(1u, std::min(m_tags.available(), m_tags.size() / (m_reads_queue ? 2 : 8)));
+  return posted(j) ? UINT32_MAX : std::min(m_tags.available(), read_burst_tags());
 }
 
 // Whether the tags for a whole read burst are free (or all the job still needs): a burst
 // taken from the few tags that just came back would be small, and stay small.
 bool dma_requester::burst_tags_ready(const active_job& j) const {
-  const uint32_t want = std::max(1u, m_tags.size() / (m_reads_queue ? 2 : 8));
   const uint32_t left =
       pcie::count_requests(j.split.address(), j.split.remaining(), j.split.max_bytes());
-  return m_tags.available() >= std::min(want, left);
+  return m_tags.available() >= std::min(read_burst_tags(), left);
 }
 
 link::tlp_txn& dma_requester::make(const pcie::tlp_header& h, uint32_t stream, bool burst,

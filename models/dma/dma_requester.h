@@ -95,6 +95,7 @@ class dma_requester {
   bool issue_one(active_job& j);
   void advance_segment(active_job& j);
   bool waits_for_earlier(const active_job& j) const;
+  uint32_t read_burst_tags() const;              // tags a read burst takes
   uint32_t burst_limit(const dma_job& j) const;  // TLPs the next burst may stand for
   bool burst_tags_ready(const active_job& j) const;
   uint32_t burst_size(const dma_job& j) const;  // bytes per burst for this job
