@@ -22,7 +22,7 @@ link_channel::link_channel(sc_module_name name, const channel_timing& timing,
   in.register_nb_transport_fw(this, &link_channel::in_fw);
   out.register_nb_transport_bw(this, &link_channel::out_bw);
   SC_HAS_PROCESS(link_channel);
-  SC_METHOD(pump);
+  SC_METHOD(woken);
   sensitive << m_wake;
   dont_initialize();
 }
@@ -206,7 +206,14 @@ void link_channel::start(entry e, uint64_t now) {
 }
 
 void link_channel::wake_at(uint64_t t, uint64_t now) {
-  m_wake.notify(ps(t > now ? t - now : 0));
+  if (m_wake_at <= t) return;  // a wake no later than t is already pending
+  m_wake_at = std::max(t, now);
+  m_wake.notify(ps(m_wake_at - now));
+}
+
+void link_channel::woken() {
+  m_wake_at = no_wake;  // the pending wake fired: none is known now
+  pump();
 }
 
 void link_channel::pump() {

@@ -80,7 +80,14 @@ class link_channel : public sc_core::sc_module {
   uint64_t m_busy_until = 0;
   uint64_t m_ack_bytes = 0, m_fc_bytes = 0;  // bytes sent since the last ACK / UpdateFC DLLP
   bool m_pumping = false;
+  // When the pump is next woken, as far as this channel knows (no_wake: not at all). Each
+  // TLP and credit return asks for a wake; most ask for one already pending, and skipping
+  // those saves the kernel a notification each. It is never earlier than the wake really
+  // pending, so a wake it skips for is one that really comes.
+  static constexpr uint64_t no_wake = UINT64_MAX;
+  uint64_t m_wake_at = no_wake;
   sc_core::sc_event m_wake;
+  void woken();
   channel_stats m_stats;
 };
 

@@ -45,10 +45,11 @@ inline uint64_t ticks_per_ps() {
   return n;
 }
 inline uint64_t to_ps(const sc_core::sc_time& t) {
-  return t.value() / ticks_per_ps();
+  const uint64_t n = ticks_per_ps();
+  return n == 1 ? t.value() : t.value() / n;  // no division at the default resolution
 }
-inline uint64_t now_ps() {
-  return to_ps(sc_core::sc_time_stamp());
+inline uint64_t now_ps() {  // the simulation context's clock, read inline
+  return to_ps(sc_core::sc_get_curr_simcontext()->time_stamp());
 }
 inline sc_core::sc_time ps(uint64_t v) {
   return v ? sc_core::sc_time::from_value(v * ticks_per_ps()) : sc_core::SC_ZERO_TIME;

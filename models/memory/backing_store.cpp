@@ -46,11 +46,8 @@ chunk_run backing_store::share(uint64_t offset, uint64_t length) const {
   chunk_run run;
   if (offset % chunk_bytes || length % chunk_bytes || length / chunk_bytes > chunk_run::max)
     return run;
-  for (uint64_t i = 0; i < length / chunk_bytes; ++i) {
-    chunk* c = m_chunks[offset / chunk_bytes + i];
-    if (!c) return chunk_run();  // never written: nothing to share
-    run.chunks[run.count++] = shared_chunk(c);
-  }
+  for (uint64_t i = 0; i < length / chunk_bytes; ++i)  // never written: an empty reference
+    run.chunks[run.count++] = shared_chunk(m_chunks[offset / chunk_bytes + i]);
   return run;
 }
 
@@ -61,12 +58,15 @@ bool backing_store::adopt(uint64_t offset, const chunk_run& run) {
     chunk*& slot = m_chunks[offset / chunk_bytes + i];
     chunk* c = run.chunks[i].get();
     if (slot == c) continue;
-    if (slot)
+    if (slot) {
       chunk::release(slot);
-    else
+      --m_allocated;
+    }
+    slot = c;  // null for a chunk of zeros: this one is unwritten again
+    if (slot) {
+      ++slot->refs;
       ++m_allocated;
-    slot = c;
-    ++slot->refs;
+    }
   }
   return true;
 }
@@ -85,9 +85,18 @@ void backing_store::for_each_piece(uint64_t offset, uint64_t length, F&& f) cons
   }
 }
 
+namespace {
+bool all_zero(const uint8_t* p, uint64_t n) {
+  return n == 0 || (p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0);
+}
+}  // namespace
+
 void backing_store::write(uint64_t offset, std::span<const uint8_t> data) {
   for_each_piece(offset, data.size(), [&](uint64_t chunk, uint64_t at, uint64_t done, uint64_t n) {
-    std::memcpy(chunk_for_write(chunk) + at, data.data() + done, n);
+    const uint8_t* from = data.data() + done;
+    // Zeros onto a chunk never written change nothing: it stays unallocated.
+    if (!m_chunks[chunk] && all_zero(from, n)) return;
+    std::memcpy(chunk_for_write(chunk) + at, from, n);
   });
 }
 

@@ -26,8 +26,9 @@ class backing_store {
   void write(uint64_t offset, std::span<const uint8_t> data);
   void read(uint64_t offset, std::span<uint8_t> out) const;
   void fill(uint64_t offset, uint64_t length, uint8_t value);
-  // The chunks holding [offset, offset + length) if that is whole written chunks, at most
-  // chunk_run::max of them (empty otherwise: the caller copies bytes instead).
+  // The chunks holding [offset, offset + length) if that is whole chunks, at most
+  // chunk_run::max of them (empty otherwise: the caller copies bytes instead). A chunk never
+  // written is an empty reference: it reads as zeros.
   chunk_run share(uint64_t offset, uint64_t length) const;
   // Makes the chunks from `offset` on those of `run` if offset is chunk-aligned; returns
   // false (nothing changed) otherwise.

@@ -38,7 +38,15 @@ struct chunk {
   }
 };
 
-// A counted reference to a chunk (empty when default-constructed).
+// The bytes of a chunk never written: what an empty reference reads as.
+inline const uint8_t* zero_chunk_bytes() {
+  alignas(64) static const uint8_t zeros[chunk_bytes] = {};
+  return zeros;
+}
+
+// A counted reference to a chunk (empty when default-constructed, and then a chunk of zeros:
+// a store's never-written chunk travels as an empty reference, so moving untouched memory
+// allocates nothing at either end).
 class shared_chunk {
  public:
   shared_chunk() = default;
@@ -55,7 +63,7 @@ class shared_chunk {
   void reset() { *this = shared_chunk(); }
   explicit operator bool() const { return m_chunk != nullptr; }
   chunk* get() const { return m_chunk; }
-  const uint8_t* data() const { return m_chunk->bytes; }
+  const uint8_t* data() const { return m_chunk ? m_chunk->bytes : zero_chunk_bytes(); }
 
  private:
   chunk* m_chunk = nullptr;

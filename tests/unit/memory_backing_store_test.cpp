@@ -93,6 +93,21 @@ TEST_CASE("backing store: allocated bytes grow only on write", "[memory][backing
   CHECK(s.allocated_bytes() == 2 * k_chunk);
 }
 
+TEST_CASE("backing store: zeros written to untouched memory allocate nothing",
+          "[memory][backing_store]") {
+  backing_store s(4 * k_chunk);
+  s.write(k_chunk - 8, std::vector<uint8_t>(k_chunk, 0));  // chunks 0 and 1, both untouched
+  CHECK(s.allocated_bytes() == 0);
+  s.fill(2 * k_chunk, 16, 0x77);
+  s.write(2 * k_chunk + 4, std::vector<uint8_t>(4, 0));  // a written chunk takes its zeros
+  CHECK(read(s, 2 * k_chunk + 2, 8) == std::vector<uint8_t>{0x77, 0x77, 0, 0, 0, 0, 0x77, 0x77});
+  std::vector<uint8_t> mostly_zero(64, 0);
+  mostly_zero[63] = 1;  // one byte that is not zero is a real write
+  s.write(0, mostly_zero);
+  CHECK(read(s, 62, 2) == std::vector<uint8_t>{0, 1});
+  CHECK(s.allocated_bytes() == 2 * k_chunk);
+}
+
 TEST_CASE("backing store: out-of-range access throws", "[memory][backing_store]") {
   backing_store s(2 * k_chunk + 100);  // capacity need not be a chunk multiple
   std::vector<uint8_t> four(4, 1);

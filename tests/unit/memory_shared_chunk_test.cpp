@@ -16,17 +16,34 @@ std::vector<uint8_t> read(const backing_store& s, uint64_t at, size_t n) {
 }
 }  // namespace
 
-TEST_CASE("shared chunk: only whole written chunks are shared", "[memory][burst]") {
+TEST_CASE("shared chunk: only whole chunks are shared", "[memory][burst]") {
   backing_store s(8 * chunk_bytes);
-  CHECK_FALSE(s.share(0, chunk_bytes));  // never written: nothing to share (reads as zero)
   s.fill(0, chunk_bytes, 7);
   CHECK(s.share(0, chunk_bytes).count == 1);
+  CHECK(s.share(0, chunk_bytes).chunks[0].data()[5] == 7);
   CHECK_FALSE(s.share(0, chunk_bytes - 1));
   CHECK_FALSE(s.share(64, chunk_bytes));
-  CHECK_FALSE(s.share(0, 2 * chunk_bytes));  // the second chunk was never written
   s.fill(0, 6 * chunk_bytes, 7);
   CHECK(s.share(0, 4 * chunk_bytes).count == 4);
   CHECK_FALSE(s.share(0, 5 * chunk_bytes));  // more than one burst carries
+}
+
+TEST_CASE("shared chunk: unwritten chunks travel as zeros and allocate nothing",
+          "[memory][burst]") {
+  backing_store src(4 * chunk_bytes), dst(4 * chunk_bytes);
+  src.fill(chunk_bytes, chunk_bytes, 0x33);  // the second chunk only
+  chunk_run in_flight = src.share(0, 2 * chunk_bytes);
+  REQUIRE(in_flight.count == 2);
+  CHECK_FALSE(in_flight.chunks[0]);  // never written: an empty reference
+  CHECK(in_flight.chunks[0].data()[chunk_bytes - 1] == 0);
+  dst.fill(0, 4 * chunk_bytes, 0xEE);
+  REQUIRE(dst.adopt(0, in_flight));
+  in_flight.reset();
+  CHECK(read(dst, 0, chunk_bytes) == std::vector<uint8_t>(chunk_bytes, 0));  // zeros landed
+  CHECK(read(dst, chunk_bytes, 2) == std::vector<uint8_t>(2, 0x33));
+  CHECK(read(dst, 2 * chunk_bytes, 2) == std::vector<uint8_t>(2, 0xEE));
+  CHECK(dst.allocated_bytes() == 3 * chunk_bytes);  // the zeroed chunk was given back
+  CHECK(src.allocated_bytes() == chunk_bytes);
 }
 
 TEST_CASE("shared chunk: a carried chunk keeps the bytes it was read with", "[memory][burst]") {
