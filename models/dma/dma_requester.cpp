@@ -21,7 +21,56 @@ bool posted(const dma_job& j) {
 
 dma_requester::dma_requester(link::pcie_port& port, memory::backing_store& local,
                              const requester_params& p, link::stream_log& log)
-    : m_port(port), m_local(local), m_params(p), m_log(log), m_tags(p.tags), m_reads(p.tags) {}
+    : m_port(port), m_local(local), m_params(p), m_log(log), m_tags(p.tags), m_reads(p.tags) {
+  sc_core::sc_spawn_options o;
+  o.spawn_method();
+  o.set_sensitivity(&m_timeout);
+  o.dont_initialize();
+  sc_core::sc_spawn([this] { completion_timeout(); },
+                    sc_core::sc_gen_unique_name("completion_timeout"), &o);
+}
+
+void dma_requester::arm_timeout(uint64_t at) {
+  if (m_timeout_at && m_timeout_at <= at) return;
+  m_timeout_at = at;
+  const uint64_t now = link::now_ps();
+  m_timeout.notify(link::ps(at > now ? at - now : 0));
+}
+
+// Gives up every read issued a completion timeout ago or earlier: its missing bytes are
+// timed out, its tags free again.
+void dma_requester::completion_timeout() {
+  m_timeout_at = 0;
+  const uint64_t now = link::now_ps();
+  uint64_t next = 0;
+  for (uint16_t tag = 0; tag < m_reads.size(); ++tag) {
+    read_slot& s = m_reads[tag];
+    if (!s.outstanding) continue;
+    const uint64_t due = s.issued_ps + m_params.completion_timeout_ps;
+    if (due > now) {
+      next = next ? std::min(next, due) : due;
+      continue;
+    }
+    ++m_stats.completion_timeouts;
+    m_log.timed_out(s.stream, s.remaining, now);
+    s.remaining = 0;
+    finish_read(tag);
+  }
+  if (next) arm_timeout(next);
+  issue();
+}
+
+void dma_requester::finish_read(uint16_t tag) {
+  read_slot& s = m_reads[tag];
+  s.outstanding = false;
+  m_tags.release(tag);
+  m_tags.release(s.more_tags);
+  s.more_tags.clear();
+  if (m_tags.in_use() == 0 && m_timeout_at) {  // nothing left to time out
+    m_timeout.cancel();
+    m_timeout_at = 0;
+  }
+}
 
 void dma_requester::submit(dma_job job) {
   if (job.atomic) {
@@ -152,6 +201,8 @@ bool dma_requester::issue_one(active_job& j) {
     slot.more_tags.clear();
     m_tags.acquire(tlps - 1, slot.more_tags);
     slot.issued_ps = link::now_ps();
+    slot.outstanding = true;
+    arm_timeout(slot.issued_ps + m_params.completion_timeout_ps);
     m_stats.max_tags_in_use = std::max(m_stats.max_tags_in_use, m_tags.in_use());
     link::tlp_txn& t = make(h, j.job.stream, burst, tlps, m_params.mrrs);
     if (j.job.atomic) m_local.read(local, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
@@ -197,6 +248,10 @@ void dma_requester::sent(tlm::tlm_generic_payload& gp) {
 void dma_requester::completion(tlm::tlm_generic_payload& gp) {
   const auto& h = link::hdr(gp);
   read_slot& s = m_reads[h.tag];
+  if (!s.outstanding) {  // its read was given up (completion timeout): nothing waits for it
+    ++m_stats.unexpected_completions;
+    return;
+  }
   m_stats.completions += link::meta(gp).tlps;
   if (h.status != pcie::cpl_status::sc || h.type == pcie::tlp_type::cpl) {
     ++m_stats.error_completions;
@@ -221,9 +276,7 @@ void dma_requester::completion(tlm::tlm_generic_payload& gp) {
       m_min_read_rtt = std::min(m_min_read_rtt, rtt);
       m_reads_queue = rtt >= 2 * m_min_read_rtt;
     }
-    m_tags.release(h.tag);
-    m_tags.release(s.more_tags);
-    s.more_tags.clear();
+    finish_read(h.tag);
     issue();
   }
 }

@@ -10,6 +10,8 @@
 #include <optional>
 #include <vector>
 
+#include <systemc>
+
 #include "models/link/pcie_port.h"
 #include "models/link/stream_log.h"
 #include "models/link/tlp_txn.h"
@@ -50,11 +52,16 @@ struct requester_params {
   // cross a multiple of it, so keep it within the pages the path translates: 64 KiB BAR1
   // pages, 4 KiB behind a translating IOMMU). 0: TLP fidelity.
   uint32_t burst_bytes = 0;
+  // A read whose completions have not all come this long after it was issued is given up
+  // (PCIe Base Spec 6.2.8.2: Completion Timeout; the default range is 50 us to 50 ms).
+  uint64_t completion_timeout_ps = 50'000'000'000;
 };
 
 struct requester_stats {
   uint64_t writes = 0, reads = 0, atomics = 0, completions = 0, error_completions = 0;
-  uint64_t tag_stalls = 0;  // a read waited for a free tag
+  uint64_t tag_stalls = 0;              // a read waited for a free tag
+  uint64_t completion_timeouts = 0;     // reads given up: their completions never came
+  uint64_t unexpected_completions = 0;  // for a tag not waiting (after its timeout)
   uint32_t max_tags_in_use = 0;
 };
 
@@ -90,9 +97,13 @@ class dma_requester {
     uint32_t remaining = 0;
     std::vector<uint16_t> more_tags;  // a read burst's tags besides the one in its header
     uint64_t issued_ps = 0;
+    bool outstanding = false;  // issued, and neither complete nor timed out
   };
   void issue();
   bool issue_one(active_job& j);
+  void finish_read(uint16_t tag);
+  void arm_timeout(uint64_t at);
+  void completion_timeout();
   void advance_segment(active_job& j);
   bool waits_for_earlier(const active_job& j) const;
   uint32_t read_burst_tags() const;              // tags a read burst takes
@@ -119,6 +130,10 @@ class dma_requester {
   uint64_t m_min_read_rtt = UINT64_MAX;
   bool m_reads_queue = false;
   requester_stats m_stats;
+  // One timer for the oldest outstanding read, set only while reads are outstanding (so a
+  // run that finishes its reads has no event left at the timeout).
+  sc_core::sc_event m_timeout;
+  uint64_t m_timeout_at = 0;  // 0: not set
 };
 
 }  // namespace p2psim::dma

@@ -1,4 +1,5 @@
 #include "models/dma_engine/dma_engine.h"
+#include "models/link/activity.h"
 
 #include "models/dma/completer.h"
 #include "models/link/tlp_txn.h"
@@ -32,6 +33,7 @@ void dma_engine::submit(dma::dma_job job) {
 }
 
 void dma_engine::start_due() {
+  link::note_activity(this);
   uint64_t now = link::now_ps();
   while (!m_pending.empty() && m_pending.front().first <= now) {
     m_req.submit(std::move(m_pending.front().second));

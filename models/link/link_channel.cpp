@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/link/activity.h"
 #include "models/link/stream_log.h"
 #include "models/link/tlp_txn.h"
 #include "models/pcie/link_timing.h"
@@ -35,6 +36,10 @@ uint64_t link_channel::serialization_ps(const pcie::tlp_header& h) const {
 }
 
 tlm::tlm_sync_enum link_channel::in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time& d) {
+  if (down()) {
+    drop(gp);
+    return tlm::TLM_ACCEPTED;
+  }
   uint64_t now = now_ps();
   uint64_t ready = now + to_ps(d);
   auto c = int(pcie::fc_class_of(hdr(gp).type));
@@ -205,6 +210,45 @@ void link_channel::start(entry e, uint64_t now) {
   in->nb_transport_bw(gp, bw, zero);
 }
 
+std::string link_channel::blocked() const {
+  const entry* oldest = nullptr;
+  size_t queued = 0;
+  for (const auto& q : m_queue) {
+    queued += q.size();
+    if (!q.empty() && (!oldest || q.front().seq < oldest->seq)) oldest = &q.front();
+  }
+  if (!oldest) return "";
+  const auto c = pcie::fc_class_of(hdr(*oldest->gp).type);
+  const pcie::credit_cost need = credit_cost_of(*oldest->gp);
+  return std::to_string(queued) + " TLPs queued; the oldest needs " + std::to_string(need.header) +
+         " header and " + std::to_string(need.data) +
+         " data credits of its class, the receiver has " +
+         std::to_string(m_credits.header_available(c)) + " and " +
+         std::to_string(m_credits.data_available(c)) + " free";
+}
+
+void link_channel::go_down(stream_log& log) {
+  m_log_when_down = &log;
+  for (auto& q : m_queue) {
+    std::deque<entry> gone;
+    gone.swap(q);
+    for (const entry& e : gone) drop(*e.gp);
+  }
+}
+
+void link_channel::drop(tlm::tlm_generic_payload& gp) {
+  const auto& h = hdr(gp);
+  const auto& m = meta(gp);
+  const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
+  ++m_stats.dropped_tlps;
+  m_stats.dropped_bytes += payload;
+  if (h.type == pcie::tlp_type::mwr) m_log_when_down->lost(m.stream, payload, now_ps());
+  tlm::tlm_phase bw = tlm::END_REQ;  // the sender's buffer is free: the TLP is gone
+  sc_time zero = SC_ZERO_TIME;
+  in->nb_transport_bw(gp, bw, zero);
+  gp.release();
+}
+
 void link_channel::wake_at(uint64_t t, uint64_t now) {
   if (m_wake_at <= t) return;  // a wake no later than t is already pending
   m_wake_at = std::max(t, now);
@@ -212,6 +256,7 @@ void link_channel::wake_at(uint64_t t, uint64_t now) {
 }
 
 void link_channel::woken() {
+  note_activity(this);
   m_wake_at = no_wake;  // the pending wake fired: none is known now
   pump();
 }

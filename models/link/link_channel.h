@@ -18,6 +18,8 @@
 
 namespace p2psim::link {
 
+class stream_log;
+
 struct channel_timing {
   double ps_per_byte = 0;    // 1 / raw bandwidth
   uint64_t latency_ps = 0;   // propagation, one way
@@ -38,6 +40,8 @@ struct channel_stats {
   uint64_t credit_stalls = 0;  // times the head TLP waited for credits
   uint64_t max_queue = 0;
   uint64_t relaxed_ordering_tlps = 0;  // TLPs with the RO attribute set
+  uint64_t dropped_tlps = 0;           // discarded because the link was down
+  uint64_t dropped_bytes = 0;          // their payload
 };
 
 class link_channel : public sc_core::sc_module {
@@ -51,6 +55,14 @@ class link_channel : public sc_core::sc_module {
   const channel_timing& timing() const { return m_timing; }
   // Serialization time of one TLP on this channel, DLLP share excluded (for tests, reports).
   uint64_t serialization_ps(const pcie::tlp_header& h) const;
+  // The link went down (DL_Down): every TLP queued here and every one handed over later is
+  // discarded, its sender told it has left. Posted writes count as lost bytes of their
+  // stream in `log`; a dropped request or completion is for its requester's completion
+  // timeout to notice. Not reversible: a link that retrains is a new run.
+  void go_down(stream_log& log);
+  bool down() const { return m_log_when_down != nullptr; }
+  // What holds the TLPs queued here, for a run that stalled ("" when none is queued).
+  std::string blocked() const;
 
  private:
   struct entry {
@@ -71,6 +83,7 @@ class link_channel : public sc_core::sc_module {
   static pcie::credit_cost credit_cost_of(const tlm::tlm_generic_payload& gp);
   bool may_start(const tlm::tlm_generic_payload& gp) const;  // the receiver has room
   void wake_at(uint64_t t, uint64_t now);
+  void drop(tlm::tlm_generic_payload& gp);
 
   channel_timing m_timing;
   double m_ps_per_wire_byte;  // SKIP ordered sets included
@@ -80,6 +93,7 @@ class link_channel : public sc_core::sc_module {
   uint64_t m_busy_until = 0;
   uint64_t m_ack_bytes = 0, m_fc_bytes = 0;  // bytes sent since the last ACK / UpdateFC DLLP
   bool m_pumping = false;
+  stream_log* m_log_when_down = nullptr;  // set when the link goes down
   // When the pump is next woken, as far as this channel knows (no_wake: not at all). Each
   // TLP and credit return asks for a wake; most ask for one already pending, and skipping
   // those saves the kernel a notification each. It is never earlier than the wake really

@@ -26,7 +26,16 @@ double pcie_link::raw_gbs() const {
   return pcie::raw_gbs(m_params.gen, m_params.width);
 }
 
+void pcie_link::go_down(stream_log& log) {
+  m_down->go_down(log);
+  m_up->go_down(log);
+  m_upstream_port->link_down(log);
+  m_downstream_port->link_down(log);
+}
+
 void pcie_link::connect(pcie_port& upstream, pcie_port& downstream) {
+  m_upstream_port = &upstream;
+  m_downstream_port = &downstream;
   upstream.tx.bind(m_down->in);
   m_down->out.bind(downstream.rx);
   downstream.tx.bind(m_up->in);

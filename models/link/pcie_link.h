@@ -33,10 +33,16 @@ class pcie_link : public sc_core::sc_module {
   const link_channel& upstream() const { return *m_up; }      // toward the root complex
   const pcie_link_params& params() const { return m_params; }
   double raw_gbs() const;
+  // Takes the link down for good (a fault step): both directions drop what they carry, and
+  // both ports see it (a switch or root port then answers requests for it with UR).
+  void go_down(stream_log& log);
+  bool is_down() const { return m_down->down(); }
 
  private:
   pcie_link_params m_params;
   std::unique_ptr<link_channel> m_down, m_up;
+  pcie_port* m_upstream_port = nullptr;
+  pcie_port* m_downstream_port = nullptr;
 };
 
 // The socket interconnect (QPI / UPI / xGMI) between two root complexes, carrying TLPs

@@ -1,5 +1,6 @@
 #include "models/link/pcie_port.h"
 
+#include "models/link/activity.h"
 #include "models/link/stream_log.h"
 #include "models/link/tlp_txn.h"
 
@@ -32,7 +33,26 @@ void pcie_port::release(tlm::tlm_generic_payload& gp, const sc_time& after) {
   rx->nb_transport_bw(gp, ph, d);
 }
 
+void pcie_port::link_down(stream_log& log) {
+  m_down_log = &log;
+  while (!m_arrivals.empty()) {
+    tlm::tlm_generic_payload* gp = m_arrivals.front().gp;
+    m_arrivals.pop_front();
+    discard(*gp);
+  }
+}
+
+void pcie_port::discard(tlm::tlm_generic_payload& gp) {
+  const auto& h = hdr(gp);
+  if (h.type == pcie::tlp_type::mwr) m_down_log->lost(meta(gp).stream, h.length, now_ps());
+  gp.release();
+}
+
 tlm::tlm_sync_enum pcie_port::rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time& d) {
+  if (!link_up()) {
+    discard(gp);
+    return tlm::TLM_ACCEPTED;
+  }
   if (auto& m = meta(gp); m.lag_ps && !m_owner.forwards_bursts()) {
     // An endpoint stores a burst once all of it is in. A requester takes a completion burst
     // halfway: its requests' completions come in evenly over the lag, so on average their
@@ -55,6 +75,7 @@ tlm::tlm_sync_enum pcie_port::tx_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase
 }
 
 void pcie_port::arrive() {
+  note_activity(this);
   const uint64_t now = now_ps();
   while (!m_arrivals.empty() && m_arrivals.front().at_ps <= now) {
     tlm::tlm_generic_payload* gp = m_arrivals.front().gp;

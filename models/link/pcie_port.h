@@ -18,6 +18,8 @@
 
 namespace p2psim::link {
 
+class stream_log;
+
 class tlp_handler {  // implemented by every component that owns ports
  public:
   virtual ~tlp_handler() = default;
@@ -44,6 +46,10 @@ class pcie_port : public sc_core::sc_module {
   // Frees the receive buffer a delivered TLP held, `after` from now (credits go back).
   void release(tlm::tlm_generic_payload& gp, const sc_core::sc_time& after);
   void release(tlm::tlm_generic_payload& gp) { release(gp, sc_core::SC_ZERO_TIME); }
+  // The link behind this port went down: TLPs still on the wire toward it never arrive
+  // (posted writes count as lost in `log`), and nothing arrives from now on.
+  void link_down(stream_log& log);
+  bool link_up() const { return m_down_log == nullptr; }
 
  private:
   tlm::tlm_sync_enum rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
@@ -60,6 +66,8 @@ class pcie_port : public sc_core::sc_module {
     tlm::tlm_generic_payload* gp;
   };
   std::deque<arrival> m_arrivals;
+  stream_log* m_down_log = nullptr;  // set when the link went down
+  void discard(tlm::tlm_generic_payload& gp);
   sc_core::sc_event m_arrived;
 };
 

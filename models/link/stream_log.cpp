@@ -27,4 +27,12 @@ void stream_log::failed(uint32_t id, uint64_t bytes, uint64_t now) {
   account(id, &stream_record::failed_bytes, bytes, now);
 }
 
+void stream_log::lost(uint32_t id, uint64_t bytes, uint64_t now) {
+  account(id, &stream_record::lost_bytes, bytes, now);
+}
+
+void stream_log::timed_out(uint32_t id, uint64_t bytes, uint64_t now) {
+  account(id, &stream_record::timed_out_bytes, bytes, now);
+}
+
 }  // namespace p2psim::link

@@ -12,11 +12,14 @@ namespace p2psim::link {
 struct stream_record {
   uint64_t expected_bytes = 0;
   uint64_t landed_bytes = 0;
-  uint64_t failed_bytes = 0;    // refused: Unsupported Request, Completer Abort, unmapped
-  uint64_t submit_ps = 0;       // the job was handed to the engine
-  uint64_t first_start_ps = 0;  // its first TLP started on the wire (0: not yet)
-  uint64_t last_land_ps = 0;    // its last byte was stored
-  bool finished() const { return landed_bytes + failed_bytes >= expected_bytes; }
+  uint64_t failed_bytes = 0;     // refused: Unsupported Request, Completer Abort, unmapped
+  uint64_t lost_bytes = 0;       // posted writes dropped by a link that went down
+  uint64_t timed_out_bytes = 0;  // reads whose completions never came (completion timeout)
+  uint64_t submit_ps = 0;        // the job was handed to the engine
+  uint64_t first_start_ps = 0;   // its first TLP started on the wire (0: not yet)
+  uint64_t last_land_ps = 0;     // its last byte was stored
+  uint64_t undelivered_bytes() const { return failed_bytes + lost_bytes + timed_out_bytes; }
+  bool finished() const { return landed_bytes + undelivered_bytes() >= expected_bytes; }
 };
 
 class stream_log {
@@ -29,6 +32,8 @@ class stream_log {
   }
   void landed(uint32_t id, uint64_t bytes, uint64_t now_ps);
   void failed(uint32_t id, uint64_t bytes, uint64_t now_ps);
+  void lost(uint32_t id, uint64_t bytes, uint64_t now_ps);
+  void timed_out(uint32_t id, uint64_t bytes, uint64_t now_ps);
   // Notified whenever any stream finishes.
   sc_core::sc_event& finished_event() { return m_finished; }
 

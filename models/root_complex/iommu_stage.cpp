@@ -1,4 +1,5 @@
 #include "models/root_complex/iommu_stage.h"
+#include "models/link/activity.h"
 
 #include <algorithm>
 
@@ -58,6 +59,7 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
 }
 
 void iommu_stage::drain() {
+  link::note_activity(this);
   const uint64_t now = link::now_ps();
   uint64_t next = UINT64_MAX;
   for (size_t port = 0; port < m_ports.size(); ++port) {

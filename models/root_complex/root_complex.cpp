@@ -75,6 +75,13 @@ void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
     return;
   }
   if (int out = m_root_routes.by_address(h.address); out >= 0) {
+    // A root port whose link is down answers non-posted requests for it with UR (PCIe Base
+    // Spec 2.9.1); posted ones go on to the link, which discards them.
+    if (!m_ports[out]->link_up() && pcie::is_non_posted(h.type)) {
+      ++m_stats.unsupported;
+      refused(gp, in);
+      return;
+    }
     if (is_root_port(in)) {  // peer to peer inside this socket (or an ACS redirect back down)
       ++m_stats.p2p_requests;
       m_p2p.forward(gp, in, out);

@@ -46,6 +46,9 @@ int pcie_switch::route(int in, tlm::tlm_generic_payload& gp) {
 void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
   int out = route(in, gp);
   const auto& h = link::hdr(gp);
+  // A request for a port whose link is down: non-posted ones get UR (PCIe Base Spec 2.9.1),
+  // posted ones go on to the link, which discards them.
+  if (out >= 0 && !m_ports[out]->link_up() && pcie::is_non_posted(h.type)) out = -1;
   if (out < 0) {
     if (pcie::is_completion(h.type)) {
       ++m_stats.unexpected_completions;

@@ -1,5 +1,6 @@
 #include "sim/core/program.h"
 
+#include <algorithm>
 #include <set>
 
 #include "sim/config/error.h"
@@ -15,7 +16,8 @@ const std::set<std::string> calls = {"cuInit",       "cuCtxCreate",
                                      "cuMemcpyDtoD", "cuCtxSynchronize",
                                      "register",     "deregister",
                                      "dma",          "wait_dma",
-                                     "sleep",        "exit"};
+                                     "sleep",        "exit",
+                                     "link_down"};
 
 step_spec read_step(const config::node_reader& r, const std::set<std::string>& processes,
                     std::set<std::string>& buffers, std::set<std::string>& transfers) {
@@ -27,8 +29,8 @@ step_spec read_step(const config::node_reader& r, const std::set<std::string>& p
     for (const auto& c : calls) list += (list.empty() ? "" : ", ") + c;
     r.fail("call", "unknown call '" + s.call + "' (one of: " + list + ")");
   }
-  // sleep and wait_dma belong to no process; the others run as one.
-  const bool needs_process = s.call != "sleep" && s.call != "wait_dma";
+  // sleep, wait_dma and the fault link_down belong to no process; the others run as one.
+  const bool needs_process = s.call != "sleep" && s.call != "wait_dma" && s.call != "link_down";
   s.process = needs_process ? r.str("process") : r.str("process", "");
   if ((needs_process || !s.process.empty()) && !processes.count(s.process))
     r.fail("process", "no process '" + s.process + "' in `processes`");
@@ -38,7 +40,7 @@ step_spec read_step(const config::node_reader& r, const std::set<std::string>& p
     if (!buffers.count(s.buffer))
       r.fail("buffer", "no buffer '" + s.buffer + "' was allocated by an earlier cuMemAlloc");
   };
-  if (s.call == "cuCtxCreate") s.device = r.str("device");
+  if (s.call == "cuCtxCreate" || s.call == "link_down") s.device = r.str("device");
   if (s.call == "cuMemAlloc") {
     s.name = r.str("name");
     s.size = r.size("size");
@@ -136,12 +138,17 @@ void check_program(const program_spec& p, const topo::topology& t) {
       throw config::error(p.peer->loc, "device",
                           "'" + p.peer->device + "' is not a DMA engine in " + t.file);
   }
-  for (const auto& s : p.steps)
+  for (const auto& s : p.steps) {
     if (s.call == "cuCtxCreate") {
       const auto* d = t.find_device(s.device);
       if (!d || d->type != topo::device_type::gpu)
         throw config::error(s.loc, "device", "'" + s.device + "' is not a GPU in " + t.file);
     }
+    if (s.call == "link_down" && std::none_of(t.links.begin(), t.links.end(),
+                                              [&](const auto& l) { return l.down == s.device; }))
+      throw config::error(s.loc, "device",
+                          "no PCIe link has '" + s.device + "' below it in " + t.file);
+  }
 }
 
 }  // namespace p2psim::core

@@ -40,8 +40,8 @@ struct step_spec {
   std::string call;     // cuInit, cuCtxCreate, cuCtxDestroy, cuMemAlloc, cuMemFree,
                         // cuPointerSetAttribute, cuMemcpyHtoD, cuMemcpyDtoH,
                         // cuMemcpyDtoD, cuCtxSynchronize, register, deregister, dma,
-                        // wait_dma, sleep, exit
-  std::string device;   // cuCtxCreate: a GPU
+                        // wait_dma, sleep, exit; the fault link_down
+  std::string device;   // cuCtxCreate: a GPU; link_down: the node below the link
   std::string buffer;   // the name a cuMemAlloc gave
   std::string to;       // cuMemcpyDtoD: the destination buffer
   std::string name;     // cuMemAlloc: names the buffer; dma: names the transfer

@@ -146,6 +146,11 @@ std::string program_runner::run_step(const step_spec& s) {
     wait(sc_time(s.time_ns, SC_NS));
     return "ok";
   }
+  if (s.call == "link_down") {
+    for (const auto& l : m_sys.links())
+      if (l.name == s.device) l.link->go_down(m_sys.streams());
+    return "ok";
+  }
   if (s.call == "wait_dma") {
     while (!m_dmas[m_named_dma.at(s.name)].done) wait(m_dma_done);
     return "ok";

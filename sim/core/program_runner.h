@@ -54,6 +54,11 @@ class program_runner : public sc_core::sc_module {
     std::string name;
     bool write = true;
     uint64_t bytes = 0, landed = 0, failed = 0, mismatched = 0;
+    uint64_t lost = 0;       // posted writes dropped by a link that went down
+    uint64_t timed_out = 0;  // read bytes whose completions never came
+    // Bytes that reached memory they were not allowed to reach: more of the new data in the
+    // destination than the fabric says landed, or bytes that are neither old nor new.
+    uint64_t escaped = 0;
     uint64_t stale = 0;  // read bytes that differ from what the program had put there
     uint64_t first_ps = 0, last_ps = 0;
     bool done = false;
@@ -65,7 +70,15 @@ class program_runner : public sc_core::sc_module {
   std::string dma(const step_spec& s, int pid, size_t result_index);
   std::string memcpy_step(const step_spec& s);
   uint64_t verify(const buffer& b, uint64_t offset, uint64_t length, uint64_t local, bool write);
-  void fill_gpu(const buffer& b, uint64_t offset, uint64_t length, uint64_t seed);
+  // Where a buffer's bytes live in VRAM, page piece by page piece (kept across a free).
+  struct vram_piece {
+    int gpu = 0;
+    uint64_t vram = 0, length = 0;
+  };
+  std::vector<vram_piece> vram_pieces(const buffer& b, uint64_t offset, uint64_t length) const;
+  void write_gpu(const std::vector<vram_piece>& where, const std::vector<uint8_t>& bytes);
+  uint64_t escaped_bytes(const std::vector<vram_piece>& where, const std::vector<uint8_t>& now,
+                         const std::vector<uint8_t>& before, uint64_t landed);
   void wait_driver_time();
   void sample_bar1();
   // The registration cache of a process: user space, so each process has its own (guide 5.2).

@@ -4,6 +4,7 @@
 #include "models/driver/cuda/cuda.h"
 #include "models/driver/kernel/kernel.h"
 #include "models/link/stream_log.h"
+#include "sim/core/integrity.h"
 #include "sim/core/program_runner.h"
 
 namespace p2psim::core {
@@ -127,16 +128,42 @@ std::string program_runner::memcpy_step(const step_spec& s) {
   return cu_name(r);
 }
 
-void program_runner::fill_gpu(const buffer& b, uint64_t offset, uint64_t length, uint64_t seed) {
+std::vector<program_runner::vram_piece> program_runner::vram_pieces(const buffer& b,
+                                                                    uint64_t offset,
+                                                                    uint64_t length) const {
+  std::vector<vram_piece> out;
   for (uint64_t i = 0; i < length;) {
     auto where = m_driver.vram_of(b.pid, b.va + offset + i);
     uint64_t n =
         std::min(length - i, nv::gpu_page_bytes - (b.va + offset + i) % nv::gpu_page_bytes);
-    std::vector<uint8_t> bytes(n);
-    for (uint64_t k = 0; k < n; ++k) bytes[k] = pattern_byte(seed, i + k);
-    m_driver.gpu(where->first).vram->write(where->second, bytes);
+    if (where) out.push_back({where->first, where->second, n});
     i += n;
   }
+  return out;
+}
+
+void program_runner::write_gpu(const std::vector<vram_piece>& where,
+                               const std::vector<uint8_t>& bytes) {
+  uint64_t at = 0;
+  for (const auto& p : where) {
+    m_driver.gpu(p.gpu).vram->write(p.vram, std::span(bytes.data() + at, p.length));
+    at += p.length;
+  }
+}
+
+// The integrity rule (integrity.h) for a write that did not all land, on the VRAM pieces the
+// buffer had when the DMA started: it holds after a free too.
+uint64_t program_runner::escaped_bytes(const std::vector<vram_piece>& where,
+                                       const std::vector<uint8_t>& now,
+                                       const std::vector<uint8_t>& before, uint64_t landed) {
+  std::vector<uint8_t> memory;
+  for (const auto& p : where) {
+    std::vector<uint8_t> got(p.length);
+    m_driver.gpu(p.gpu).vram->read(p.vram, got);
+    memory.insert(memory.end(), got.begin(), got.end());
+  }
+  return core::escaped_bytes(memory, std::span(now).first(memory.size()),
+                             std::span(before).first(memory.size()), landed);
 }
 
 // Bytes of the GPU buffer that differ from the engine's local memory (pages are scattered
@@ -175,9 +202,10 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     for (uint64_t i = 0; i < len; ++i) pat[i] = pattern_byte(seed, i), inv[i] = uint8_t(~pat[i]);
     // A write sends a fresh pattern over the complement; a read leaves the GPU buffer as the
     // program made it and reads into the complement of the pattern.
+    const auto where = vram_pieces(b, s.offset, len);
     if (s.write) {
       m_engine->local_memory().write(local, pat);
-      fill_gpu(b, s.offset, len, ~seed);
+      write_gpu(where, inv);
     } else {
       m_engine->local_memory().write(local, inv);
     }
@@ -219,6 +247,10 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     d.bytes += len;
     d.landed += log[id].landed_bytes;
     d.failed += log[id].failed_bytes;
+    d.lost += log[id].lost_bytes;
+    d.timed_out += log[id].timed_out_bytes;
+    if (s.write && log[id].undelivered_bytes())
+      d.escaped += escaped_bytes(where, pat, inv, log[id].landed_bytes);
     if (!d.first_ps) d.first_ps = log[id].first_start_ps;
     d.last_ps = log[id].last_land_ps;
     if (!s.write && m_images.count(s.buffer)) {  // compare with what the program put there
@@ -227,7 +259,7 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
       const auto& image = m_images.at(s.buffer);
       for (uint64_t i = 0; i < len; ++i) d.stale += got[i] != image[s.offset + i];
     }
-    if (log[id].failed_bytes == 0 && m_buffers.at(s.buffer).live) {
+    if (log[id].undelivered_bytes() == 0 && m_buffers.at(s.buffer).live) {
       d.mismatched += verify(b, s.offset, len, local, s.write);
       if (s.write) {  // what the buffer now holds, for later cuMemcpyDtoH checks
         auto& image = m_images[s.buffer];
@@ -242,6 +274,16 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
   if (d.failed)
     m_errors.push_back(
         fmt::format("{}: {} of {} bytes refused by the fabric", d.name, d.failed, d.bytes));
+  if (d.lost)
+    m_errors.push_back(
+        fmt::format("{}: {} of {} bytes lost on a link that went down", d.name, d.lost, d.bytes));
+  if (d.timed_out)
+    m_errors.push_back(fmt::format("{}: {} of {} bytes never came back (completion timeout)",
+                                   d.name, d.timed_out, d.bytes));
+  if (d.escaped)
+    m_errors.push_back(
+        fmt::format("{}: data integrity: {} bytes reached memory they were not allowed to reach",
+                    d.name, d.escaped));
   if (d.mismatched)
     m_errors.push_back(
         fmt::format("{}: {} bytes differ between GPU memory and the device", d.name, d.mismatched));
@@ -309,6 +351,9 @@ json program_runner::results() const {
                         {"bytes", d.bytes},
                         {"landed_bytes", d.landed},
                         {"failed_bytes", d.failed},
+                        {"lost_bytes", d.lost},
+                        {"timed_out_bytes", d.timed_out},
+                        {"escaped_bytes", d.escaped},
                         {"stale_bytes", d.stale},
                         {"mismatched_bytes", d.mismatched},
                         {"first_ns", d.first_ps / 1000.0},

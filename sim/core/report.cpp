@@ -99,13 +99,18 @@ void print_program(std::ostream& os, const nlohmann::json& p) {
         c["enomem_retries"].get<uint64_t>(), c["tag_invalidations"].get<uint64_t>());
   }
   if (!p["dma"].empty()) {
-    os << fmt::format("    {:<14}{:<7}{:>12}{:>12}{:>10}\n", "DMA", "op", "bytes", "refused",
-                      "GB/s");
+    os << fmt::format("    {:<14}{:<7}{:>12}{:>12}{:>12}{:>10}{:>10}{:>10}{:>10}\n", "DMA", "op",
+                      "bytes", "landed", "refused", "lost", "timed out", "escaped", "GB/s");
     for (const auto& x : p["dma"])
-      os << fmt::format("    {:<14}{:<7}{:>12}{:>12}{:>10.2f}\n", x["name"].get<std::string>(),
-                        x["op"].get<std::string>(), x["bytes"].get<uint64_t>(),
-                        x["failed_bytes"].get<uint64_t>(), x["gbps"].get<double>());
-    os << "    (GB/s over each DMA's span, pinning pauses included)\n";
+      os << fmt::format("    {:<14}{:<7}{:>12}{:>12}{:>12}{:>10}{:>10}{:>10}{:>10.2f}\n",
+                        x["name"].get<std::string>(), x["op"].get<std::string>(),
+                        x["bytes"].get<uint64_t>(), x["landed_bytes"].get<uint64_t>(),
+                        x["failed_bytes"].get<uint64_t>(), x["lost_bytes"].get<uint64_t>(),
+                        x["timed_out_bytes"].get<uint64_t>(), x["escaped_bytes"].get<uint64_t>(),
+                        x["gbps"].get<double>());
+    os << "    (GB/s over each DMA's span, pinning pauses included; refused: UR, CA, unmapped\n"
+          "     BAR1 or an IOMMU fault; lost: dropped by a link that went down; timed out: read\n"
+          "     completions that never came; escaped: bytes found where they were not allowed)\n";
   }
   for (const auto& e : d["events"])
     if (e["what"] != "free callback")

@@ -33,8 +33,10 @@ json to_json(const run_result& r) {
                             {"samples", l.samples},
                             {"ns", l.ns},
                             {"topology", r.topology}});
-  j["sim"] = {
-      {"simulated_ns", r.simulated_ns}, {"tlps", r.tlps}, {"hops", r.hops}, {"fidelity", r.fidelity}};
+  j["sim"] = {{"simulated_ns", r.simulated_ns},
+              {"tlps", r.tlps},
+              {"hops", r.hops},
+              {"fidelity", r.fidelity}};
   // What the machine it ran on decides, the only fields that differ between two runs of the
   // same scenario and seed.
   j["host"] = {{"wall_seconds", r.wall_seconds},

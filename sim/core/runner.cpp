@@ -1,4 +1,5 @@
 #include "sim/core/runner.h"
+#include "sim/core/watchdog.h"
 
 #include <sys/resource.h>
 
@@ -363,16 +364,24 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   std::unique_ptr<program_runner> prog;
   if (!s.program.empty())
     prog = std::make_unique<program_runner>("program", sys, s.program, s.seed);
+  watchdog dog{std::chrono::duration<double>(s.watchdog_seconds)};
   sc_start();
+  if (!dog.verdict().empty())
+    throw std::runtime_error(
+        fmt::format("the simulation of {} was stopped by the watchdog: {}", t.name, dog.verdict()));
   // sc_start returns when no event is left: if a driver thread had not finished, something in
   // the fabric model waits forever (a deadlock). Say where, rather than report partial results.
   std::string stuck = drv.stuck_at();
   if (stuck.empty() && prog) stuck = prog->stuck_at();
-  if (!stuck.empty())
+  if (!stuck.empty()) {
+    std::string blocked;
+    for (const auto& b : sys.blocked_links()) blocked += "\n    " + b;
     throw std::runtime_error(fmt::format(
         "the simulation of {} stalled at {:.3f} us during {}: nothing is left to happen but "
-        "it has not finished (a deadlock in the model)",
-        t.name, sc_time_stamp().to_seconds() * 1e6, stuck));
+        "it has not finished (a deadlock in the model){}",
+        t.name, sc_time_stamp().to_seconds() * 1e6, stuck,
+        blocked.empty() ? "" : "; blocked:" + blocked));
+  }
   if (prog) {
     r.program = prog->results();
     for (const auto& e : prog->errors()) r.errors.push_back(e);

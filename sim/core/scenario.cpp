@@ -99,7 +99,7 @@ scenario load_scenario(const std::string& path,
   config::node_reader r = doc.root();
   reject_unknown(
       r, {"name", "description", "topology", "topologies", "transfers", "measure", "verify", "seed",
-          "fidelity", "matrix", "driver", "peer_driver", "processes", "program"});
+          "fidelity", "matrix", "driver", "peer_driver", "processes", "program", "watchdog"});
   scenario s;
   s.file = path;
   s.name = r.str("name", fs::path(path).stem().string());
@@ -162,6 +162,8 @@ scenario load_scenario(const std::string& path,
   s.seed = uint64_t(r.integer("seed", 0, INT64_MAX, 1));
   s.fidelity =
       r.choice("fidelity", {"tlp", "burst"}, "tlp") == "burst" ? fidelity::burst : fidelity::tlp;
+  s.watchdog_seconds = r.time_ns("watchdog", 60e9) / 1e9;
+  if (s.watchdog_seconds < 0) r.fail("watchdog", "must be zero (off) or a positive time");
   r.done();
   return s;
 }

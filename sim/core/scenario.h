@@ -71,6 +71,9 @@ struct scenario {
   bool verify = true;  // compare every byte after each transfer
   uint64_t seed = 1;   // data patterns
   core::fidelity fidelity = core::fidelity::tlp;
+  // Wall seconds simulated time may stand still (the kernel looping in zero time) before the
+  // watchdog ends the run; 0: never.
+  double watchdog_seconds = 60;
   program_spec program;  // processes calling CUDA and the third-party driver (optional)
 };
 

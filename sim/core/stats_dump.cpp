@@ -16,7 +16,9 @@ json channel(const link::channel_stats& s, uint64_t simulated_ns) {
           {"utilization_ratio", sim_ps > 0 ? s.busy_ps / sim_ps : 0.0},
           {"credit_stalls", s.credit_stalls},
           {"max_queue_tlps", s.max_queue},
-          {"relaxed_ordering_tlps", s.relaxed_ordering_tlps}};
+          {"relaxed_ordering_tlps", s.relaxed_ordering_tlps},
+          {"dropped_tlps", s.dropped_tlps},
+          {"dropped_bytes", s.dropped_bytes}};
 }
 
 json iommu_domain_stats(const iommu::iommu_domain& d) {
@@ -100,10 +102,14 @@ json dump_stats(fabric_system& sys, uint64_t ns) {
     }
     if (const auto* dom = sys.iommu_for(d.name)) dj["iommu"] = iommu_domain_stats(*dom);
     if (rs)
-      dj["requester"] = {
-          {"write_tlps", rs->writes},       {"read_requests", rs->reads},
-          {"completions", rs->completions}, {"error_completions", rs->error_completions},
-          {"tag_stalls", rs->tag_stalls},   {"max_tags_in_use", rs->max_tags_in_use}};
+      dj["requester"] = {{"write_tlps", rs->writes},
+                         {"read_requests", rs->reads},
+                         {"completions", rs->completions},
+                         {"error_completions", rs->error_completions},
+                         {"tag_stalls", rs->tag_stalls},
+                         {"max_tags_in_use", rs->max_tags_in_use},
+                         {"completion_timeouts", rs->completion_timeouts},
+                         {"unexpected_completions", rs->unexpected_completions}};
     j["devices"][d.name] = dj;
   }
   return j;

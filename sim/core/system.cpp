@@ -84,6 +84,22 @@ fabric_system::fabric_system(const topo::topology& t, const topo::address_map& a
 
 fabric_system::~fabric_system() = default;
 
+std::vector<std::string> fabric_system::blocked_links() const {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& what, const link::link_channel& c) {
+    if (std::string b = c.blocked(); !b.empty()) out.push_back(what + ": " + b);
+  };
+  for (const auto& l : m_link_list) {
+    add("link " + l.name + " down", l.link->downstream());
+    add("link " + l.name + " up", l.link->upstream());
+  }
+  for (const auto& q : m_qpi_list) {
+    add("interconnect " + q.name + " a->b", q.link->a_to_b());
+    add("interconnect " + q.name + " b->a", q.link->b_to_a());
+  }
+  return out;
+}
+
 void fabric_system::build_sockets() {
   for (const auto& s : m_topo.sockets) {
     const auto& pf = s.platform;

@@ -54,6 +54,8 @@ class fabric_system {
   const std::map<std::string, std::unique_ptr<pcie_switch::pcie_switch>>& switches() const {
     return m_switches;
   }
+  // For a run that stalled: each link direction with TLPs it cannot send, and why.
+  std::vector<std::string> blocked_links() const;
 
  private:
   void build_sockets();

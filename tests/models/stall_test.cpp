@@ -15,5 +15,7 @@ TEST_CASE("a run that stalls says where instead of reporting partial results", "
     if (l.down == "nic0") l.credits.pd = 8;  // 128 B of posted data: a 256 B write never fits
   topo::address_map m = topo::enumerate(t);
   CHECK_THROWS_WITH(core::run_topology(sc, t, m),
-                    Catch::Contains("stalled") && Catch::Contains("transfer 'write'"));
+                    Catch::Contains("stalled") && Catch::Contains("transfer 'write'") &&
+                        Catch::Contains("blocked:\n    link nic0 up: ") &&
+                        Catch::Contains("needs 1 header and 16 data credits"));
 }

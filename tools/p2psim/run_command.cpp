@@ -33,6 +33,10 @@ void add_run(CLI::App& app, run_args& a) {
        "--fidelity", [&a](const std::string& f) { a.sets.push_back("fidelity=" + f); },
        "tlp (every TLP, the default) or burst (DMAs in bursts of TLPs, for sweeps)")
       ->check(CLI::IsMember({"tlp", "burst"}));
+  c->add_option_function<std::string>(
+      "--watchdog", [&a](const std::string& t) { a.sets.push_back("watchdog=" + t); },
+      "End the run if simulated time stands still this long in wall time while the model "
+      "keeps running (e.g. 30s; 0s: never; default 60s)");
   c->add_option("--only-topology", a.only_topology)->group("");  // internal
   c->add_option("--result-file", a.result_file)->group("");      // internal
 }
