@@ -13,12 +13,10 @@ backing_store::backing_store(uint64_t capacity)
       m_chunks(make_zeroed<chunk*>((capacity + chunk_bytes - 1) / chunk_bytes)) {}
 
 backing_store::~backing_store() {
-  // Stops at the last chunk written: the rest of the index was never touched.
-  for (uint64_t i = 0, left = m_allocated; left; ++i)
-    if (m_chunks[i]) {
-      chunk::release(m_chunks[i]);
-      --left;
-    }
+  for (uint64_t i : m_set) {
+    chunk::release(m_chunks[i]);  // null for one set and emptied again
+    m_chunks[i] = nullptr;        // an index set twice is in m_set twice
+  }
 }
 
 void backing_store::check(uint64_t offset, uint64_t length) const {
@@ -33,6 +31,7 @@ uint8_t* backing_store::chunk_for_write(uint64_t index) {
   if (!c) {
     c = chunk::zeroed();
     ++m_allocated;
+    m_set.push_back(index);
   } else if (c->refs > 1) {  // shared: this store gets a copy of its own first
     chunk* mine = chunk::copy_of(*c);
     chunk::release(c);
@@ -58,6 +57,7 @@ bool backing_store::adopt(uint64_t offset, const chunk_run& run) {
     chunk*& slot = m_chunks[offset / chunk_bytes + i];
     chunk* c = run.chunks[i].get();
     if (slot == c) continue;
+    const bool was_empty = !slot;
     if (slot) {
       chunk::release(slot);
       --m_allocated;
@@ -66,6 +66,7 @@ bool backing_store::adopt(uint64_t offset, const chunk_run& run) {
     if (slot) {
       ++slot->refs;
       ++m_allocated;
+      if (was_empty) m_set.push_back(offset / chunk_bytes + i);
     }
   }
   return true;

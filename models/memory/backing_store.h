@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "models/memory/shared_chunk.h"
 #include "models/memory/zeroed_array.h"
@@ -44,6 +45,9 @@ class backing_store {
   uint64_t m_capacity;
   uint64_t m_allocated = 0;
   zeroed_array<chunk*> m_chunks;  // each null until first written, then counted
+  // Indices of the chunks that were ever set, so the destructor never walks the index of a
+  // large, sparsely written store (each page of it read would cost a page fault).
+  std::vector<uint64_t> m_set;
 };
 
 }  // namespace p2psim::memory
