@@ -8,11 +8,7 @@
 using p2psim::test::run_scenario;
 
 namespace {
-const nlohmann::json& dma(const p2psim::core::run_result& r, const std::string& name) {
-  for (const auto& d : r.program["dma"])
-    if (d["name"] == name) return d;
-  throw std::runtime_error("no dma " + name);
-}
+using p2psim::test::program_dma;
 uint64_t u(const nlohmann::json& j) {
   return j.get<uint64_t>();
 }
@@ -30,7 +26,7 @@ void check_accounted(const nlohmann::json& d) {
 TEST_CASE("fault: a process killed during DMA has its pins freed after the DMA (5.3 6.4)",
           "[fault]") {
   auto r = run_scenario("scenarios/faults/kill_during_dma.yaml");
-  const auto& w = dma(r, "w");
+  const auto& w = program_dma(r, "w");
   check_accounted(w);
   CHECK(u(w["landed_bytes"]) == 8u << 20);  // the callback waited: everything landed
   CHECK(r.program["driver"]["callbacks"] == 1);
@@ -44,7 +40,7 @@ TEST_CASE("fault: a killed process under a driver that does not wait loses the r
           "[fault]") {
   auto r =
       run_scenario("scenarios/faults/kill_during_dma.yaml", {"peer_driver.wait_in_callback=false"});
-  const auto& w = dma(r, "w");
+  const auto& w = program_dma(r, "w");
   check_accounted(w);
   CHECK(u(w["failed_bytes"]) > 0);  // refused by the GPU: BAR1 was unmapped under it
   CHECK(u(w["landed_bytes"]) > 0);
@@ -53,7 +49,7 @@ TEST_CASE("fault: a killed process under a driver that does not wait loses the r
 
 TEST_CASE("fault: cuMemFree under the peer's DMA refuses every later write (6.4)", "[fault]") {
   auto r = run_scenario("scenarios/faults/free_during_dma.yaml");
-  const auto& w = dma(r, "w");
+  const auto& w = program_dma(r, "w");
   check_accounted(w);
   CHECK(u(w["failed_bytes"]) > 0);
   CHECK(u(w["landed_bytes"]) > 0);
@@ -83,7 +79,7 @@ TEST_CASE("fault: a BAR1 exhaustion storm refuses pins with -ENOMEM and never ov
 TEST_CASE("fault: a stale I/O mapping makes the IOMMU block the rest of the DMA (5.4 6.4)",
           "[fault]") {
   auto r = run_scenario("scenarios/faults/iommu_stale_mapping.yaml");
-  const auto& w = dma(r, "w");
+  const auto& w = program_dma(r, "w");
   check_accounted(w);
   const uint64_t faults = u(r.stats["root_complexes"]["cpu0"]["iommu_faults"]);
   CHECK(faults > 0);
@@ -94,8 +90,8 @@ TEST_CASE("fault: a stale I/O mapping makes the IOMMU block the rest of the DMA 
 TEST_CASE("fault: a link that goes down mid-transfer: lost writes, UR and completion timeouts",
           "[fault]") {
   auto r = run_scenario("scenarios/faults/link_down.yaml");
-  const auto& w = dma(r, "w");
-  const auto& rd = dma(r, "r");
+  const auto& w = program_dma(r, "w");
+  const auto& rd = program_dma(r, "r");
   check_accounted(w);
   check_accounted(rd);
   CHECK(u(w["landed_bytes"]) > 0);

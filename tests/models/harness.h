@@ -40,4 +40,11 @@ inline const core::bandwidth_result& transfer(const core::run_result& r, const s
   throw std::runtime_error("no transfer " + name);
 }
 
+// A program's DMA result by the name its dma step gave.
+inline const nlohmann::json& program_dma(const core::run_result& r, const std::string& name) {
+  for (const auto& d : r.program["dma"])
+    if (d["name"] == name) return d;
+  throw std::runtime_error("no dma " + name);
+}
+
 }  // namespace p2psim::test

@@ -4,14 +4,10 @@
 
 #include "tests/models/harness.h"
 
+using p2psim::test::program_dma;
 using p2psim::test::run_scenario;
 
 namespace {
-const nlohmann::json& dma(const p2psim::core::run_result& r, const std::string& name) {
-  for (const auto& d : r.program["dma"])
-    if (d["name"] == name) return d;
-  throw std::runtime_error("no dma " + name);
-}
 double step_end_ns(const p2psim::core::run_result& r, const std::string& call) {
   for (const auto& s : r.program["steps"])
     if (s["call"] == call) return s["end_ns"];
@@ -23,7 +19,7 @@ TEST_CASE("6.4: freeing memory under an in-flight DMA waits for it, and nothing 
           "[program][callback]") {
   auto r = run_scenario("tests/data/scenarios/free_during_dma.yaml");
   INFO(r.program.dump(1));
-  const auto& w = dma(r, "w");
+  const auto& w = program_dma(r, "w");
   CHECK(w["landed_bytes"] == 8u << 20);
   CHECK(w["failed_bytes"] == 0);
   CHECK(r.program["peer_driver"]["callbacks_that_waited"] == 1);
@@ -40,7 +36,7 @@ TEST_CASE("6.4: a driver that does not wait loses the rest of its DMA to unmappe
           "[program][callback]") {
   auto r = run_scenario("tests/data/scenarios/free_during_dma.yaml",
                         {"peer_driver.wait_in_callback=false"});
-  const auto& w = dma(r, "w");
+  const auto& w = program_dma(r, "w");
   uint64_t landed = w["landed_bytes"], failed = w["failed_bytes"];
   INFO("landed " << landed << ", refused " << failed);
   CHECK(failed > 0);
@@ -141,7 +137,7 @@ TEST_CASE("a dma step's Relaxed Ordering attribute reaches the wire", "[program]
 TEST_CASE("5.7: an RDMA read right after cuMemcpyDtoD may see old data without SYNC_MEMOPS",
           "[program][visibility]") {
   auto r = run_scenario("tests/data/scenarios/dtod_then_rdma.yaml");
-  const auto& rdma = dma(r, "rdma");
+  const auto& rdma = program_dma(r, "rdma");
   INFO(r.program.dump(1));
   // The NIC read dst while the copy was still running: it got old bytes, not the copy's.
   CHECK(rdma["stale_bytes"].get<uint64_t>() > 0);
@@ -151,7 +147,7 @@ TEST_CASE("5.7: an RDMA read right after cuMemcpyDtoD may see old data without S
 TEST_CASE("5.7: with SYNC_MEMOPS the RDMA read after cuMemcpyDtoD never sees old data",
           "[program][visibility]") {
   auto r = run_scenario("tests/data/scenarios/dtod_then_rdma_sync.yaml");
-  const auto& rdma = dma(r, "rdma");
+  const auto& rdma = program_dma(r, "rdma");
   INFO(r.program.dump(1));
   CHECK(rdma["stale_bytes"] == 0);
   CHECK(rdma["mismatched_bytes"] == 0);
