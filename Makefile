@@ -6,8 +6,10 @@ JOBS ?= $(shell nproc)
 SCENARIO ?= scenarios/default.yaml
 
 SANITIZE_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build run test sanitize clean format
+.PHONY: all deps build run test sanitize fuzz clean format
 
 all: build
 
@@ -40,5 +42,13 @@ sanitize: deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) -R '^(unit|model|conformance):'
 
+# libFuzzer on the input loaders (tests/fuzz, built with clang++ and ASan/UBSan), each target
+# for FUZZ_SECONDS on a seed corpus of the repository's own inputs; fails on any finding.
+fuzz: deps
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DP2PSIM_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) ./tools/fuzz.sh $(FUZZ_BUILD)
+
 clean:
-	@rm -rf $(BUILD) $(SANITIZE_BUILD)
+	@rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)

@@ -15,6 +15,7 @@ packages=(
   libpugixml-dev          # NCCL topology XML import
   gnuplot-nox             # plots
   python3                 # test helpers
+  clang libclang-rt-14-dev  # make fuzz: libFuzzer and the sanitizers' runtime
 )
 
 missing=()
