@@ -43,7 +43,7 @@ void dma_requester::completion_timeout() {
   m_timeout_at = 0;
   const uint64_t now = link::now_ps();
   uint64_t next = 0;
-  for (uint16_t tag = 0; tag < m_reads.size(); ++tag) {
+  for (size_t tag = 0; tag < m_reads.size(); ++tag) {
     read_slot& s = m_reads[tag];
     if (!s.outstanding) continue;
     const uint64_t due = s.issued_ps + m_params.completion_timeout_ps;
@@ -54,7 +54,7 @@ void dma_requester::completion_timeout() {
     ++m_stats.completion_timeouts;
     m_log.timed_out(s.stream, s.remaining, now);
     s.remaining = 0;
-    finish_read(tag);
+    finish_read(uint16_t(tag));
   }
   if (next) arm_timeout(next);
   issue();

@@ -108,7 +108,8 @@ scenario load_scenario(const std::string& path,
   auto resolve = [&](const std::string& p, const char* key) {
     fs::path q(p);
     std::string full = (q.is_absolute() ? q : dir / q).lexically_normal().string();
-    if (!fs::is_regular_file(full)) r.fail(key, "no topology file " + full);
+    std::error_code ec;  // a name the file system cannot take (too long, say) is no file either
+    if (!fs::is_regular_file(full, ec)) r.fail(key, "no topology file " + full);
     return full;
   };
   if (r.has("topology") && r.has("topologies"))

@@ -80,9 +80,10 @@ std::string case_file(const std::string& dir, const std::string& name) {
 }
 
 void check_case(const std::string& dir, const std::string& name) {
-  if (name.empty() || !fs::is_regular_file(case_file(dir, name))) {
+  std::error_code ec;  // names the file system cannot take are no files either
+  if (name.empty() || !fs::is_regular_file(case_file(dir, name), ec)) {
     std::set<std::string> cases;
-    if (fs::is_directory(dir))
+    if (fs::is_directory(dir, ec))
       for (const auto& e : fs::directory_iterator(dir))
         if (e.path().extension() == ".yaml") cases.insert(e.path().stem().string());
     std::string known;
@@ -228,7 +229,8 @@ int bench_command(const bench_args& a, const char* argv0) {
   const std::string scale_transfer = a.scale_sizes.empty() ? "" : plan_scaling(a, r);
   if (!a.json.empty()) {
     fs::path folder = fs::path(a.json).parent_path();
-    if (!folder.empty() && !fs::is_directory(folder))
+    std::error_code ec;
+    if (!folder.empty() && !fs::is_directory(folder, ec))
       bad_option("--json", "no folder " + folder.string() + " to write " + a.json + " in");
   }
 

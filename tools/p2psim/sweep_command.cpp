@@ -130,7 +130,8 @@ int sweep_command(const sweep_args& a) {
     return failed || missing ? 1 : 0;
   }
   if (a.scenario.empty()) usage("sweep", "needs a SCENARIO (or --collect DIR)");
-  if (!fs::is_regular_file(a.scenario)) usage("sweep", "no scenario file " + a.scenario);
+  std::error_code ec;
+  if (!fs::is_regular_file(a.scenario, ec)) usage("sweep", "no scenario file " + a.scenario);
   if (a.vary.empty()) usage("--vary", "name at least one parameter to vary: --vary key=v1,v2");
   for (const auto& s : a.sets) config::parse_override(s);  // syntax errors before any run
   std::vector<sweep::axis> axes;
