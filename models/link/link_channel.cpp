@@ -240,7 +240,7 @@ void link_channel::drop(tlm::tlm_generic_payload& gp) {
   const auto& h = hdr(gp);
   const auto& m = meta(gp);
   const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
-  ++m_stats.dropped_tlps;
+  m_stats.dropped_tlps += m.tlps;  // a burst stands for many
   m_stats.dropped_bytes += payload;
   if (h.type == pcie::tlp_type::mwr) m_log_when_down->lost(m.stream, payload, now_ps());
   tlm::tlm_phase bw = tlm::END_REQ;  // the sender's buffer is free: the TLP is gone
