@@ -39,10 +39,12 @@ void watchdog::update() {
   const auto now = std::chrono::steady_clock::now();
   const sc_core::sc_time t = sc_core::sc_time_stamp();
   const uint64_t deltas = sc_core::sc_delta_count();
-  if (t != m_time || deltas - m_deltas < loop_deltas) {
-    if (t != m_time) m_deltas = deltas;
+  if (t != m_time) {  // time moved: count delta cycles from here
     m_time = t;
-    if (deltas - m_deltas < loop_deltas) m_since = now;
+    m_deltas = deltas;
+  }
+  if (deltas - m_deltas < loop_deltas) {  // not (yet) a loop
+    m_since = now;
     return;
   }
   if (now - m_since < m_limit || !m_verdict.empty()) return;
