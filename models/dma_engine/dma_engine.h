@@ -43,7 +43,7 @@ class dma_engine : public sc_core::sc_module, public link::tlp_handler {
   const engine_stats& stats() const { return m_stats; }
 
   void receive(int port, tlm::tlm_generic_payload& gp) override;
-  void sent(int port, tlm::tlm_generic_payload& gp) override;
+  void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) override;
 
  private:
   void start_due();

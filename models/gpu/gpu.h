@@ -50,7 +50,7 @@ class gpu : public sc_core::sc_module, public link::tlp_handler {
   const gpu_stats& stats() const { return m_stats; }
 
   void receive(int port, tlm::tlm_generic_payload& gp) override;
-  void sent(int port, tlm::tlm_generic_payload& gp) override;
+  void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) override;
 
  private:
   void request(tlm::tlm_generic_payload& gp);

@@ -45,6 +45,7 @@ tlm::tlm_sync_enum link_channel::in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_ph
   auto c = int(pcie::fc_class_of(hdr(gp).type));
   m_queue[c].push_back({&gp, ready, m_seq++});
   uint64_t depth = m_queue[0].size() + m_queue[1].size() + m_queue[2].size();
+  if (!m_ahead_starts.empty()) depth += waiting_ahead(now);
   m_stats.max_queue = std::max(m_stats.max_queue, depth);
   if (!m_pumping) pump();
   return tlm::TLM_ACCEPTED;
@@ -96,7 +97,6 @@ link_channel::slot link_channel::pick(uint64_t now, uint64_t& wake) {
         passes = false;
     if (!passes) continue;
     if (may_start(*e->gp)) return {int(pcie::fc_class_of(h.type)), 0};
-    ++m_stats.credit_stalls;
     if (uint64_t r = m_credits.next_return()) wake = wake ? std::min(wake, r) : r;
   }
   return {};
@@ -135,7 +135,6 @@ link_channel::slot link_channel::pick_explored(uint64_t now, uint64_t& wake,
     }
     if (!passes) continue;
     if (!may_start(*e.gp)) {
-      ++m_stats.credit_stalls;
       if (uint64_t r = m_credits.next_return()) wake = wake ? std::min(wake, r) : r;
       continue;
     }
@@ -161,10 +160,63 @@ uint64_t due_dllps(uint64_t& counter, uint64_t fresh, uint32_t limit) {
 }
 }  // namespace
 
-void link_channel::start(entry e, uint64_t now) {
+size_t link_channel::waiting_ahead(uint64_t now) {
+  while (!m_ahead_starts.empty() && m_ahead_starts.front().start_ps <= now)
+    m_ahead_starts.pop_front();
+  return m_ahead_starts.size();
+}
+
+// The serializer is busy until m_busy_until. If the oldest queued TLP is ready by then and
+// has the credits it needs, nothing can change that it starts then: no start happens while
+// the serializer is busy, a TLP handed over later is younger (the arbiter takes the oldest
+// eligible head first), and credits only come back. So it is sent now, starting then, and
+// the channel need not wake for it. Not with a choice source: there, which of several
+// eligible TLPs goes is decided when it goes.
+bool link_channel::start_ahead(uint64_t now) {
+  if (!m_ahead || pcie::active_choice_source()) return false;
+  int oldest = -1;
+  for (int c = 0; c < pcie::fc_class_count; ++c)
+    if (!m_queue[c].empty() && (oldest < 0 || m_queue[c].front().seq < m_queue[oldest].front().seq))
+      oldest = c;
+  const uint64_t at = m_busy_until;
+  if (oldest < 0 || m_queue[oldest].front().ready_ps > at) return false;
+  m_credits.advance(at);  // no start decision comes before `at`: returns up to it may count
+  if (!may_start(*m_queue[oldest].front().gp)) return false;
+  entry e = m_queue[oldest].front();
+  m_queue[oldest].pop_front();
+  start(e, at, now);
+  return true;
+}
+
+// The serializer is busy: the earliest time a queued TLP could start, as far as is known
+// now (no_wake: none before more credits come back). Waking any earlier would find nothing
+// to do; a TLP or credit return that comes in meanwhile pumps again and may bring the wake
+// forward.
+uint64_t link_channel::next_chance() {
+  const uint64_t free = m_busy_until;
+  if (pcie::active_choice_source()) return free;
+  m_credits.advance(free);  // no start decision comes before `free`
+  uint64_t t = no_wake;
+  for (const auto& q : m_queue) {
+    if (q.empty()) continue;
+    const entry& e = q.front();
+    if (e.ready_ps > free)
+      t = std::min(t, e.ready_ps);
+    else if (may_start(*e.gp))
+      return free;
+    else if (uint64_t r = m_credits.next_return())
+      t = std::min(t, r);
+  }
+  return t;
+}
+
+void link_channel::start(entry e, uint64_t at, uint64_t now) {
   auto& gp = *e.gp;
   auto& h = hdr(gp);
   const auto& m = meta(gp);
+  // Ready, the serializer free, and still it did not go: the receiver had no room for it
+  // (or for an older TLP it may not pass).
+  if (at > std::max(e.ready_ps, m_busy_until)) ++m_stats.credit_stalls;
   m_credits.consume(pcie::fc_class_of(h.type), credit_cost_of(gp));
   const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
   uint64_t per_tlp =
@@ -173,6 +225,7 @@ void link_channel::start(entry e, uint64_t now) {
   // A burst pays every one of its TLPs' framing, header and digest.
   const uint64_t tlp_bytes = payload + per_tlp * m.tlps;
   uint64_t bytes = tlp_bytes;
+  const uint64_t dllps_before = m_stats.dllps;
   // ACK and UpdateFC DLLPs take 8 of every ack_limit (fc_limit) bytes of this direction's
   // time, their own bytes included: the rate of the spec's tables, and pcie-bench's model.
   uint64_t fresh = tlp_bytes;
@@ -190,24 +243,27 @@ void link_channel::start(entry e, uint64_t now) {
   // before it is ready here (lag_ps after the first), so the burst may take longer than its
   // symbols do. For a TLP (one TLP, no lag) this is just its serialization time.
   const uint64_t first_ser = mm.tlps > 1 ? tlp_ser / mm.tlps : tlp_ser;
-  const uint64_t tlps_end = std::max(now + tlp_ser, now + mm.lag_ps + first_ser);
+  const uint64_t tlps_end = std::max(at + tlp_ser, at + mm.lag_ps + first_ser);
   // DLLPs follow the TLPs, or fill the gaps of a burst that trickles in.
-  m_busy_until = std::max(now + ser, tlps_end);
+  m_busy_until = std::max(at + ser, tlps_end);
   mm.last_ser_ps = first_ser;
-  mm.lag_ps = tlps_end - (now + first_ser);
+  mm.lag_ps = tlps_end - (at + first_ser);
   m_stats.tlps += m.tlps;
   m_stats.relaxed_ordering_tlps += h.attrs.relaxed_ordering ? m.tlps : 0;
   m_stats.payload_bytes += payload;
   m_stats.wire_bytes += bytes;
   m_stats.busy_ps += ser;
+  if (at > now)
+    m_ahead_starts.push_back({at, m.tlps, payload, bytes, ser, m_stats.dllps - dllps_before,
+                              h.attrs.relaxed_ordering ? m.tlps : 0});
 
   // The TLP's tail arrives when its own symbols are through (DLLPs follow it).
   tlm::tlm_phase fw = tlm::BEGIN_REQ;
-  sc_time arrive = ps(first_ser + m_timing.latency_ps);
+  sc_time arrive = ps(at - now + first_ser + m_timing.latency_ps);
   out->nb_transport_fw(gp, fw, arrive);
   tlm::tlm_phase bw = tlm::END_REQ;
-  sc_time zero = SC_ZERO_TIME;
-  in->nb_transport_bw(gp, bw, zero);
+  sc_time leaves = ps(at - now);
+  in->nb_transport_bw(gp, bw, leaves);
 }
 
 std::string link_channel::blocked() const {
@@ -229,6 +285,20 @@ std::string link_channel::blocked() const {
 
 void link_channel::go_down(stream_log& log) {
   m_log_when_down = &log;
+  // Scheduled ahead but not started: dropped here (the receiving port, which holds them,
+  // counts their stream's lost bytes).
+  waiting_ahead(now_ps());
+  for (const ahead& a : m_ahead_starts) {  // as if they had stayed queued
+    m_stats.tlps -= a.tlps;
+    m_stats.payload_bytes -= a.payload;
+    m_stats.wire_bytes -= a.wire_bytes;
+    m_stats.busy_ps -= a.busy_ps;
+    m_stats.dllps -= a.dllps;
+    m_stats.relaxed_ordering_tlps -= a.relaxed_ordering_tlps;
+    m_stats.dropped_tlps += a.tlps;
+    m_stats.dropped_bytes += a.payload;
+  }
+  m_ahead_starts.clear();
   for (auto& q : m_queue) {
     std::deque<entry> gone;
     gone.swap(q);
@@ -267,7 +337,11 @@ void link_channel::pump() {
   while (true) {
     if (m_queue[0].empty() && m_queue[1].empty() && m_queue[2].empty()) break;
     if (m_busy_until > now) {
-      wake_at(m_busy_until, now);
+      if (start_ahead(now)) continue;
+      // A wake no later than the serializer frees is pending already: nothing can start
+      // before then, so it is the one that matters.
+      if (m_wake_at > m_busy_until)
+        if (uint64_t t = next_chance(); t != no_wake) wake_at(t, now);
       break;
     }
     m_credits.advance(now);
@@ -283,7 +357,7 @@ void link_channel::pump() {
       q.pop_front();
     else
       q.erase(q.begin() + long(s.index));
-    start(e, now);
+    start(e, now, now);
   }
   m_pumping = false;
 }

@@ -37,7 +37,7 @@ struct channel_stats {
   uint64_t wire_bytes = 0;  // TLPs plus the DLLPs charged to this direction
   uint64_t dllps = 0;
   uint64_t busy_ps = 0;        // time the serializer was sending
-  uint64_t credit_stalls = 0;  // times the head TLP waited for credits
+  uint64_t credit_stalls = 0;  // TLPs that waited for credits: ready, the serializer free
   uint64_t max_queue = 0;
   uint64_t relaxed_ordering_tlps = 0;  // TLPs with the RO attribute set
   uint64_t dropped_tlps = 0;           // discarded because the link was down
@@ -63,6 +63,9 @@ class link_channel : public sc_core::sc_module {
   bool down() const { return m_log_when_down != nullptr; }
   // What holds the TLPs queued here, for a run that stalled ("" when none is queued).
   std::string blocked() const;
+  // The transmitting port's component takes departures ahead (tlp_handler): a TLP whose
+  // start is already certain is scheduled at once rather than when the serializer frees.
+  void schedule_ahead(bool on) { m_ahead = on; }
 
  private:
   struct entry {
@@ -79,7 +82,10 @@ class link_channel : public sc_core::sc_module {
   };
   slot pick(uint64_t now, uint64_t& wake_at);
   slot pick_explored(uint64_t now, uint64_t& wake_at, pcie::choice_source& choices);
-  void start(entry e, uint64_t now);
+  // Sends `e`, starting at `at` (now, or later when scheduled ahead).
+  void start(entry e, uint64_t at, uint64_t now);
+  bool start_ahead(uint64_t now);
+  uint64_t next_chance();
   static pcie::credit_cost credit_cost_of(const tlm::tlm_generic_payload& gp);
   bool may_start(const tlm::tlm_generic_payload& gp) const;  // the receiver has room
   void wake_at(uint64_t t, uint64_t now);
@@ -93,6 +99,15 @@ class link_channel : public sc_core::sc_module {
   uint64_t m_busy_until = 0;
   uint64_t m_ack_bytes = 0, m_fc_bytes = 0;  // bytes sent since the last ACK / UpdateFC DLLP
   bool m_pumping = false;
+  bool m_ahead = false;
+  // TLPs scheduled ahead whose start is still to come: they count as queued (max_queue),
+  // and are dropped if the link goes down before they start.
+  struct ahead {  // what its start added to the stats
+    uint64_t start_ps;
+    uint64_t tlps, payload, wire_bytes, busy_ps, dllps, relaxed_ordering_tlps;
+  };
+  std::deque<ahead> m_ahead_starts;
+  size_t waiting_ahead(uint64_t now);
   stream_log* m_log_when_down = nullptr;  // set when the link goes down
   // When the pump is next woken, as far as this channel knows (no_wake: not at all). Each
   // TLP and credit return asks for a wake; most ask for one already pending, and skipping

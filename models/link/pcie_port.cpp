@@ -69,8 +69,8 @@ tlm::tlm_sync_enum pcie_port::rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase
   return tlm::TLM_ACCEPTED;
 }
 
-tlm::tlm_sync_enum pcie_port::tx_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time&) {
-  m_owner.sent(m_index, gp);
+tlm::tlm_sync_enum pcie_port::tx_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time& d) {
+  m_owner.sent(m_index, gp, to_ps(d));
   return tlm::TLM_ACCEPTED;
 }
 

@@ -5,7 +5,7 @@
 //   BEGIN_REQ (forward)  hands a TLP over; its delay is when it may leave / when it arrives;
 //   END_REQ (backward)   says the buffer the TLP occupied is free again, its delay is when:
 //                        the link uses it to return flow-control credits, the sender to know
-//                        the TLP has left.
+//                        when the TLP leaves.
 // Completions are TLPs of their own, so BEGIN_RESP is never used.
 #pragma once
 
@@ -25,8 +25,15 @@ class tlp_handler {  // implemented by every component that owns ports
   virtual ~tlp_handler() = default;
   // A TLP has fully arrived at `port` (its tail crossed the link).
   virtual void receive(int port, tlm::tlm_generic_payload& gp) = 0;
-  // The link behind `port` started transmitting a TLP this component sent.
-  virtual void sent(int port, tlm::tlm_generic_payload& gp) = 0;
+  // The link behind `port` starts transmitting a TLP this component sent, `after_ps` from
+  // now: 0 unless this component takes departures ahead (below).
+  virtual void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) = 0;
+  // Whether sent() may come ahead of the departure, its after_ps telling when the TLP
+  // leaves. A switch or root complex only frees buffers then (with that delay), so the
+  // link may schedule a TLP the moment its start is certain instead of waking to start it:
+  // one SystemC activation fewer per TLP. A requester acts on a departure at once (it
+  // issues the next TLP), so it keeps the default.
+  virtual bool takes_departures_ahead() const { return false; }
   // Burst fidelity: whether receive() takes a burst as soon as its first TLP is in (a
   // switch or root complex forwarding it cut-through, meta.lag_ps telling when the rest
   // follows) rather than once the whole burst is (an endpoint that consumes it).
@@ -40,6 +47,7 @@ class pcie_port : public sc_core::sc_module {
 
   pcie_port(sc_core::sc_module_name name, tlp_handler& owner, int index);
   int index() const { return m_index; }
+  bool owner_takes_departures_ahead() const { return m_owner.takes_departures_ahead(); }
   // Hands a TLP to the link; it leaves no earlier than now + not_before.
   void send(tlm::tlm_generic_payload& gp, const sc_core::sc_time& not_before);
   void send(tlm::tlm_generic_payload& gp) { send(gp, sc_core::SC_ZERO_TIME); }

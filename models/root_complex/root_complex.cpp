@@ -153,15 +153,17 @@ void root_complex::release(int port, tlm::tlm_generic_payload& gp) {
   m_ports[port]->release(gp);
 }
 
-void root_complex::sent(int, tlm::tlm_generic_payload& gp) {
+// The TLP leaves `after_ps` from now: the ingress buffer it (or its original) held is free
+// then.
+void root_complex::sent(int, tlm::tlm_generic_payload& gp, uint64_t after_ps) {
   auto& ext = link::txn(gp).ext;
   if (ext.parent) {  // the last piece of a TLP we cut up: the original's buffer is free
     tlm::tlm_generic_payload& orig = *ext.parent;
     ext.parent = nullptr;
-    m_ports[link::txn(orig).ext.ingress_port]->release(orig);
+    m_ports[link::txn(orig).ext.ingress_port]->release(orig, link::ps(after_ps));
     orig.release();
   } else if (ext.ingress_port >= 0) {
-    m_ports[ext.ingress_port]->release(gp);
+    m_ports[ext.ingress_port]->release(gp, link::ps(after_ps));
   }
 }
 

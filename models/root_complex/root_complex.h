@@ -63,8 +63,9 @@ class root_complex : public sc_core::sc_module, public link::tlp_handler, privat
   const rc_stats& stats() const { return m_stats; }
 
   void receive(int port, tlm::tlm_generic_payload& gp) override;
-  void sent(int port, tlm::tlm_generic_payload& gp) override;
+  void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) override;
   bool forwards_bursts() const override { return true; }
+  bool takes_departures_ahead() const override { return true; }
 
  private:
   // forward_ports

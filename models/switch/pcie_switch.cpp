@@ -18,6 +18,7 @@ pcie_switch::pcie_switch(sc_module_name name, const switch_params& p)
     m_ports.push_back(std::make_unique<link::pcie_port>(n.c_str(), *this, i));
   }
   m_stats.ingress.resize(m_ports.size());
+  m_departures.resize(m_ports.size());
 }
 
 void pcie_switch::set_route(int i, std::vector<pcie::window> mmio, uint8_t lo, uint8_t hi) {
@@ -66,6 +67,7 @@ void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
   link::txn(gp).ext.ingress_port = in;
   auto& occ = m_stats.ingress[in];
   const int c = int(pcie::fc_class_of(h.type));
+  count_departures(in, c);
   occ.max[c] = std::max(occ.max[c], ++occ.now[c]);
   // Cut-through: the egress may start `latency` after the header came in, i.e. the
   // serialization time of the TLP earlier than its tail (which is now).
@@ -75,12 +77,27 @@ void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
   m_ports[out]->send(gp, link::ps(wait));
 }
 
-void pcie_switch::sent(int, tlm::tlm_generic_payload& gp) {
-  // The TLP left the switch: its ingress buffer is free again.
+void pcie_switch::sent(int, tlm::tlm_generic_payload& gp, uint64_t after_ps) {
+  // The TLP leaves the switch `after_ps` from now: its ingress buffer is free again then.
   int in = link::txn(gp).ext.ingress_port;
   if (in < 0) return;  // a completion the switch itself made
-  --m_stats.ingress[in].now[int(pcie::fc_class_of(link::hdr(gp).type))];
-  m_ports[in]->release(gp);
+  const int c = int(pcie::fc_class_of(link::hdr(gp).type));
+  if (after_ps) {
+    departures& d = m_departures[in][c];
+    const uint64_t at = link::now_ps() + after_ps;
+    auto pos = d.end();
+    while (pos != d.begin() && *std::prev(pos) > at) --pos;
+    d.insert(pos, at);
+  } else {
+    --m_stats.ingress[in].now[c];
+  }
+  m_ports[in]->release(gp, link::ps(after_ps));
+}
+
+void pcie_switch::count_departures(int in, int cls) {
+  departures& d = m_departures[in][cls];
+  const uint64_t now = link::now_ps();
+  for (; !d.empty() && d.front() <= now; d.pop_front()) --m_stats.ingress[in].now[cls];
 }
 
 }  // namespace p2psim::pcie_switch

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -49,11 +50,19 @@ class pcie_switch : public sc_core::sc_module, public link::tlp_handler {
   const switch_stats& stats() const { return m_stats; }
 
   void receive(int port, tlm::tlm_generic_payload& gp) override;
-  void sent(int port, tlm::tlm_generic_payload& gp) override;
+  void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) override;
   bool forwards_bursts() const override { return true; }
+  bool takes_departures_ahead() const override { return true; }
 
  private:
   int route(int in, tlm::tlm_generic_payload& gp);
+  void count_departures(int in, int cls);
+
+  // When TLPs told to leave ahead do leave, per ingress port and class, earliest first (an
+  // egress sends in order, so a time nearly always goes at the back): the occupancy counts
+  // them until then.
+  using departures = std::deque<uint64_t>;
+  std::vector<std::array<departures, pcie::fc_class_count>> m_departures;
 
   switch_params m_params;
   std::vector<std::unique_ptr<link::pcie_port>> m_ports;

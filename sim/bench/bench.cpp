@@ -75,7 +75,7 @@ json to_json(const run_figures& f) {
 json to_json(const floor_figures& f) {
   return {{"transactions", f.transactions},
           {"hops", f.hops},
-          {"hops_per_transaction", f.hops_per_transaction},
+          {"hops_per_transaction", f.hops_per_transaction()},
           {"simulated_ns", f.simulated_ns},
           {"wall_seconds", f.wall_seconds},
           {"hops_per_second", f.hops_per_second()},
@@ -86,35 +86,36 @@ floor_figures floor_from_json(const json& j) {
   floor_figures f;
   f.transactions = j.at("transactions");
   f.hops = j.at("hops");
-  f.hops_per_transaction = j.at("hops_per_transaction");
   f.simulated_ns = j.at("simulated_ns");
   f.wall_seconds = j.at("wall_seconds");
   f.peak_rss_kib = j.at("peak_rss_kib");
   return f;
 }
 
-std::pair<uint64_t, int> parse_floor_size(const std::string& text) {
+std::pair<uint64_t, uint64_t> parse_floor_size(const std::string& text) {
   auto parts = split_list(text);
   try {
-    size_t used = 0;
-    if (parts.size() == 2) {
+    size_t used = 0, used_hops = 0;
+    if (parts.size() == 2 && parts[0][0] != '-' && parts[1][0] != '-') {
       uint64_t txns = std::stoull(parts[0], &used);
-      if (used == parts[0].size() && txns > 0 && parts[0][0] != '-') {
-        int hops = std::stoi(parts[1], &used);
-        if (used == parts[1].size() && hops >= 1 && hops <= 64) return {txns, hops};
-      }
+      uint64_t hops = std::stoull(parts[1], &used_hops);
+      if (used == parts[0].size() && used_hops == parts[1].size() && txns > 0 && hops >= txns &&
+          hops / 64 <= txns && (hops / 64 < txns || hops % 64 == 0))
+        return {txns, hops};
     }
   } catch (const std::exception&) {  // not numbers: the message below
   }
-  bad_option("--floor", "expected TRANSACTIONS,HOPS (at least 1 transaction, 1 to 64 hops), got '" +
-                            text + "'");
+  bad_option("--floor",
+             "expected TRANSACTIONS,HOPS (at least 1 transaction, 1 to 64 hops per transaction), "
+             "got '" +
+                 text + "'");
 }
 
-std::pair<uint64_t, int> case_result::floor_size() const {
+std::pair<uint64_t, uint64_t> case_result::floor_size() const {
   const run_figures* run = tlp ? &*tlp : burst ? &*burst : nullptr;
   if (!run || run->tlps == 0) return {0, 0};
-  int per = int(std::lround(double(run->hops) / double(run->tlps)));
-  return {run->tlps, std::max(1, per)};
+  const uint64_t most = run->tlps * 64;
+  return {run->tlps, std::clamp(run->hops, run->tlps, most)};
 }
 
 double case_result::burst_speedup() const {

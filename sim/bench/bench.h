@@ -39,19 +39,20 @@ nlohmann::json to_json(const run_figures& f);
 struct floor_figures {
   uint64_t transactions = 0;  // that reached the sink
   uint64_t hops = 0;          // timed hop events that fired
-  int hops_per_transaction = 0;
   uint64_t simulated_ns = 0;
   double wall_seconds = 0;  // elaboration and simulation
   uint64_t peak_rss_kib = 0;
 
   double hops_per_second() const { return wall_seconds > 0 ? hops / wall_seconds : 0; }
+  double hops_per_transaction() const { return transactions ? double(hops) / transactions : 0; }
 };
 
 nlohmann::json to_json(const floor_figures& f);
 floor_figures floor_from_json(const nlohmann::json& j);
 
-// "TXNS,HOPS" of the hidden `bench --floor` option; bad text -> config::error.
-std::pair<uint64_t, int> parse_floor_size(const std::string& text);
+// "TXNS,HOPS" of the hidden `bench --floor` option (HOPS in all, 1 to 64 per transaction);
+// bad text -> config::error.
+std::pair<uint64_t, uint64_t> parse_floor_size(const std::string& text);
 
 struct case_result {
   std::string name;
@@ -59,9 +60,9 @@ struct case_result {
   std::optional<run_figures> tlp, burst;
   std::optional<floor_figures> floor;
 
-  // The floor's size: the case's TLPs and its TLP-hops per TLP, rounded (at least 1). The TLP
-  // run's when there is one; a burst run's TLPs stand for the same TLPs.
-  std::pair<uint64_t, int> floor_size() const;
+  // The floor's size: the case's TLPs and TLP-hops (at least one and at most 64 hops per
+  // TLP). The TLP run's when there is one; a burst run's TLPs stand for the same TLPs.
+  std::pair<uint64_t, uint64_t> floor_size() const;
   // Simulation wall at TLP fidelity over that at burst fidelity (0 without both).
   double burst_speedup() const;
   // How far burst fidelity's bandwidth is from TLP fidelity's, in percent (0 without both).
@@ -98,6 +99,8 @@ struct report {
   std::string cases_dir;
   std::vector<std::string> fidelities;  // "tlp", "burst"
   double size_factor = 1;
+  int repeat = 1;  // each case's runs and floor ran this many times; the fastest is shown
+  int cpu = -1;    // the CPU they all ran on (-1: not pinned)
   std::vector<case_result> cases;
   std::string scale_case;  // the case a scaling study ran, and at which fidelity
   std::string scale_fidelity;

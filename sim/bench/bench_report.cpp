@@ -65,8 +65,8 @@ void print_floor(std::ostream& os, const report& r) {
   for (const auto& c : r.cases) {
     if (!c.floor) continue;
     const floor_figures& f = *c.floor;
-    os << fmt::format("{:<{}}{:>12}{:>9}{:>13}{:>10.2f}{:>12}", c.name, w, f.transactions,
-                      f.hops_per_transaction, f.hops, f.wall_seconds, si(f.hops_per_second()));
+    os << fmt::format("{:<{}}{:>12}{:>9.2f}{:>13}{:>10.2f}{:>12}", c.name, w, f.transactions,
+                      f.hops_per_transaction(), f.hops, f.wall_seconds, si(f.hops_per_second()));
     for (const auto& fid : r.fidelities) {
       const auto& run = fid == "tlp" ? c.tlp : c.burst;
       if (run)
@@ -102,11 +102,13 @@ void print_report(std::ostream& os, const report& r) {
   std::string fids;
   for (const auto& f : r.fidelities) fids += (fids.empty() ? "" : " and ") + f;
   if (!r.cases.empty()) {
-    os << fmt::format("p2psim bench: {} case{} at {} fidelity, from {}{}\n", r.cases.size(),
+    os << fmt::format("p2psim bench: {} case{} at {} fidelity, from {}{}{}\n", r.cases.size(),
                       r.cases.size() == 1 ? "" : "s", fids, r.cases_dir,
-                      r.size_factor != 1 ? fmt::format(", sizes x {}", r.size_factor) : "");
+                      r.size_factor != 1 ? fmt::format(", sizes x {}", r.size_factor) : "",
+                      r.repeat > 1 ? fmt::format(", fastest of {} runs each", r.repeat) : "");
     os << "(wall s: the simulation's own, less data s spent filling data patterns; rates per "
-          "wall second; GB/s simulated)\n\n";
+          "wall second; GB/s simulated"
+       << (r.cpu >= 0 ? fmt::format("; every run on CPU {}", r.cpu) : "") << ")\n\n";
     print_runs(os, r);
     print_floor(os, r);
   }
@@ -118,6 +120,8 @@ json to_json(const report& r) {
   j["cases_dir"] = r.cases_dir;
   j["fidelities"] = r.fidelities;
   j["size_factor"] = r.size_factor;
+  j["repeat"] = r.repeat;
+  j["cpu"] = r.cpu >= 0 ? json(r.cpu) : json();
   j["cases"] = json::array();
   for (const auto& c : r.cases) {
     json cj = {{"name", c.name}, {"scenario", c.scenario}};

@@ -1,5 +1,7 @@
 // The floor of a TLM-2.0 AT simulation: the cheapest simulation that still makes a given
-// number of transactions take a given number of timed hops. A source sends pooled
+// number of transactions take a given total number of timed hops (a case's TLPs and TLP-hops,
+// exactly: where that is not a whole number of hops per transaction, some take one hop
+// fewer, spread evenly). A source sends pooled
 // tlm_generic_payloads at a fixed interval through a chain of forwarders, each of which holds
 // a transaction in a peq_with_cb_and_phase for one hop delay (one timed event per hop) and
 // hands it on with nb_transport_fw BEGIN_REQ; a sink releases it to the pool. Nothing decides
@@ -14,6 +16,7 @@
 
 namespace p2psim::bench {
 
-floor_figures run_floor(uint64_t transactions, int hops_per_transaction);
+// `hops` from `transactions` to 64 times as many.
+floor_figures run_floor(uint64_t transactions, uint64_t hops);
 
 }  // namespace p2psim::bench

@@ -57,8 +57,7 @@ TEST_CASE("bench: the JSON has every figure of every case at both fidelities", "
     CHECK(c["gbps_difference_percent"].is_number());
     const json& floor = c["floor"];
     CHECK(floor["transactions"] == c["tlp"]["tlps"]);
-    CHECK(floor["hops"].get<uint64_t>() ==
-          floor["transactions"].get<uint64_t>() * floor["hops_per_transaction"].get<uint64_t>());
+    CHECK(floor["hops"] == c["tlp"]["hops"]);  // the same hops, whole per TLP or not
     for (const char* key : {"wall_seconds", "hops_per_second", "simulated_ns", "peak_rss_kib"})
       CHECK(floor[key].is_number());
   }
@@ -83,10 +82,24 @@ TEST_CASE("bench: one fidelity and chosen cases", "[cli][bench]") {
   CHECK(j["cases"][0]["floor"]["transactions"] == j["cases"][0]["burst"]["tlps"]);
 }
 
+TEST_CASE("bench: --repeat runs each case and floor again and keeps the fastest", "[cli][bench]") {
+  const std::string file = in_build("bench_repeat.json");
+  auto r = run_cli("bench --fidelity tlp --cases write_1g --repeat 3" + tiny + " --json " + file);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  json j = read_json(file);
+  CHECK(j["repeat"] == 3);
+  CHECK(j["cpu"].is_number());  // pinned to the CPU it started on
+  REQUIRE(j["cases"].size() == 1);
+  CHECK(j["cases"][0]["tlp"]["bytes"] == 256 * 1024);  // the same work, whichever run it was
+  CHECK(j["cases"][0]["floor"]["hops"] == j["cases"][0]["tlp"]["hops"]);
+  CHECK(r.out.find("fastest of 3 runs each") != std::string::npos);
+}
+
 TEST_CASE("bench: the floor reports exactly the transactions and hops asked for",
           "[cli][bench][floor]") {
   const std::string file = in_build("bench_floor.json");
-  auto r = run_cli("bench --floor 1000,3 --result-file " + file);
+  auto r = run_cli("bench --floor 1000,3000 --result-file " + file);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   json j = read_json(file);
@@ -94,6 +107,16 @@ TEST_CASE("bench: the floor reports exactly the transactions and hops asked for"
   CHECK(j["hops"] == 3000);
   CHECK(j["hops_per_transaction"] == 3);
   // The last transaction leaves the source at 999 x 16 ns and takes 3 hops of 20 ns.
+  CHECK(j["simulated_ns"] == 999 * 16 + 3 * 20);
+
+  // 2.5 hops per transaction: every second one takes 3 hops, the others 2, the last a long one.
+  r = run_cli("bench --floor 1000,2500 --result-file " + file);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  j = read_json(file);
+  CHECK(j["transactions"] == 1000);
+  CHECK(j["hops"] == 2500);
+  CHECK(j["hops_per_transaction"] == 2.5);
   CHECK(j["simulated_ns"] == 999 * 16 + 3 * 20);
 }
 
@@ -131,6 +154,8 @@ TEST_CASE("bench: bad options exit 2 and say what is wrong", "[cli][bench][bad]"
            bad{"--scale-sizes 1GiB,apple", "'apple' is not a size"},
            bad{"--scale-sizes 1536MiB", "not a multiple"},
            bad{"--size-factor 0", "--size-factor"},
+           bad{"--repeat 0", "--repeat"},
+           bad{"--cpu 100000", "--cpu"},
            bad{"--floor 1000 --result-file x.json", "expected TRANSACTIONS,HOPS"},
        }) {
     auto r = run_cli("bench " + b.args);

@@ -37,15 +37,18 @@ TEST_CASE("bench: a run's figures are its topologies' sums, less the data wall",
   CHECK(f.gbps == Approx(2.0));  // all bytes over all the transfers' time
 }
 
-TEST_CASE("bench: the floor's size is the case's TLPs and hops per TLP", "[bench]") {
+TEST_CASE("bench: the floor's size is the case's TLPs and TLP-hops", "[bench]") {
+  using size = std::pair<uint64_t, uint64_t>;
   case_result c;
-  CHECK(c.floor_size() == std::pair<uint64_t, int>{0, 0});
+  CHECK(c.floor_size() == size{0, 0});
   c.burst = figures_of_run(run_json(1, 0));
-  CHECK(c.floor_size() == std::pair<uint64_t, int>{800, 3});  // 2600 / 800 = 3.25
+  CHECK(c.floor_size() == size{800, 2600});  // 3.25 hops per TLP, as the case took them
   c.tlp = c.burst;
   c.tlp->tlps = 100;
   c.tlp->hops = 50;
-  CHECK(c.floor_size() == std::pair<uint64_t, int>{100, 1});  // the TLP run's; at least one
+  CHECK(c.floor_size() == size{100, 100});  // the TLP run's; at least one hop each
+  c.tlp->hops = 10000;
+  CHECK(c.floor_size() == size{100, 6400});  // at most 64
 }
 
 TEST_CASE("bench: speedup, bandwidth difference and share of the floor", "[bench]") {
@@ -57,12 +60,12 @@ TEST_CASE("bench: speedup, bandwidth difference and share of the floor", "[bench
   CHECK(c.burst_speedup() == Approx(10));
   CHECK(c.gbps_difference_percent() == Approx(5));
   CHECK(c.percent_of_floor(*c.tlp) == 0);
-  c.floor = floor_figures{800, 2600, 3, 0, 1.3, 0};
+  c.floor = floor_figures{800, 2600, 0, 1.3, 0};
   CHECK(c.percent_of_floor(*c.tlp) == Approx(130.0 / 2000 * 100));
   floor_figures back = floor_from_json(to_json(*c.floor));
   CHECK(back.transactions == 800);
   CHECK(back.hops == 2600);
-  CHECK(back.hops_per_transaction == 3);
+  CHECK(back.hops_per_transaction() == 3.25);
 }
 
 TEST_CASE("bench: scaling sizes above the case's transfer become repetitions", "[bench]") {
@@ -87,7 +90,11 @@ TEST_CASE("bench: a size factor keeps whole 4 KiB pages", "[bench]") {
 }
 
 TEST_CASE("bench: the floor's size option", "[bench]") {
-  CHECK(parse_floor_size("1000,3") == std::pair<uint64_t, int>{1000, 3});
-  for (const char* bad : {"", "1000", "0,3", "1000,0", "1000,65", "-5,3", "1000,3,4", "a,b"})
+  using size = std::pair<uint64_t, uint64_t>;
+  CHECK(parse_floor_size("1000,3000") == size{1000, 3000});
+  CHECK(parse_floor_size("1000,2517") == size{1000, 2517});
+  CHECK(parse_floor_size("1000,64000") == size{1000, 64000});
+  for (const char* bad :
+       {"", "1000", "0,3", "1000,0", "1000,999", "1000,64001", "-5,3", "5,-30", "1000,3,4", "a,b"})
     CHECK_THROWS_AS(parse_floor_size(bad), p2psim::config::error);
 }

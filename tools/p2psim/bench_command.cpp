@@ -3,12 +3,14 @@
 // child of its own, the floor: as many TLM-2.0 transactions and hops through trivial
 // forwarders (sim/bench/floor), and prints the figures side by side. Exit codes: 0 done, 2 bad
 // options, else the first failing child's.
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -48,6 +50,12 @@ void add_bench(CLI::App& app, bench_args& a) {
                 "tlp with --fidelity tlp); alone, without the cases unless --cases names some");
   c->add_option("--size-factor", a.size_factor,
                 "Multiply every case's sizes by this (e.g. 0.001 for a quick check)");
+  c->add_option("--repeat", a.repeat,
+                "Run each case and its floor this many times, interleaved, and keep the "
+                "fastest of each (a shared machine's load only ever slows a run down)");
+  c->add_option("--cpu", a.cpu,
+                "Pin every run and floor to this CPU (default: the one the bench starts on), "
+                "so model and floor are timed on the same core");
   c->add_option("--cases-dir", a.cases_dir,
                 "Where the case scenarios are (default: the source "
                 "tree's scenarios/bench)");
@@ -156,7 +164,7 @@ class bench_runner {
     return bench::figures_of_run(json::parse(f));
   }
 
-  bench::floor_figures floor(uint64_t transactions, int hops, const std::string& what) {
+  bench::floor_figures floor(uint64_t transactions, uint64_t hops, const std::string& what) {
     progress(what);
     const std::string stem = (m_tmp / fmt::format("floor{}", m_runs++)).string();
     run_child({m_argv0, "bench", "--floor", fmt::format("{},{}", transactions, hops),
@@ -207,13 +215,38 @@ std::string plan_scaling(const bench_args& a, bench::report& r) {
   return sc.transfers[0].name;
 }
 
+// Pins this process, and so every child it starts, to one CPU: the cores of a shared virtual
+// machine can differ in speed by half, and a share of the floor means something only when
+// both ran on the same one. Returns the CPU, or -1 where pinning is not possible.
+int pin_to_cpu(int cpu) {
+  if (cpu < 0) cpu = sched_getcpu();
+  if (cpu < 0) return -1;
+  if (cpu >= CPU_SETSIZE) bad_option("--cpu", fmt::format("no CPU {} on this machine", cpu));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0)
+    bad_option("--cpu", fmt::format("cannot run on CPU {} here", cpu));
+  return cpu;
+}
+
+// Of several runs of the same work, the fastest: the others lost time to other work.
+template <class figures>
+void keep_fastest(std::optional<figures>& best, figures run) {
+  if (!best || run.wall_seconds < best->wall_seconds) best = std::move(run);
+}
+
 }  // namespace
 
 int bench_command(const bench_args& a, const char* argv0) {
   if (!a.floor.empty()) return floor_child(a);
   if (!(a.size_factor > 0 && a.size_factor <= 1e6))
     bad_option("--size-factor", fmt::format("must be a number above 0, got {}", a.size_factor));
+  if (a.repeat < 1 || a.repeat > 100)
+    bad_option("--repeat", fmt::format("must be 1 to 100, got {}", a.repeat));
   bench::report r;
+  r.repeat = a.repeat;
+  r.cpu = pin_to_cpu(a.cpu);
   r.cases_dir =
       a.cases_dir.empty() ? std::string(P2PSIM_SOURCE_DIR "/scenarios/bench") : a.cases_dir;
   r.size_factor = a.size_factor;
@@ -241,12 +274,18 @@ int bench_command(const bench_args& a, const char* argv0) {
       c.name = names[i];
       c.scenario = case_file(r.cases_dir, names[i]);
       const auto sets = size_sets(scenarios[i], a.size_factor);
-      for (const auto& f : r.fidelities)
-        (f == "tlp" ? c.tlp : c.burst) =
-            runner.run(c.scenario, f, sets, fmt::format("{} at {} fidelity", c.name, f));
-      auto [transactions, hops] = c.floor_size();
-      if (transactions > 0)
-        c.floor = runner.floor(transactions, hops, fmt::format("floor of {}", c.name));
+      // Interleaved, so a spell of load slows runs of every kind alike.
+      for (int k = 0; k < a.repeat; ++k) {
+        const std::string round = a.repeat > 1 ? fmt::format(" ({}/{})", k + 1, a.repeat) : "";
+        for (const auto& f : r.fidelities)
+          keep_fastest(f == "tlp" ? c.tlp : c.burst,
+                       runner.run(c.scenario, f, sets,
+                                  fmt::format("{} at {} fidelity{}", c.name, f, round)));
+        auto [transactions, hops] = c.floor_size();
+        if (transactions > 0)
+          keep_fastest(c.floor, runner.floor(transactions, hops,
+                                             fmt::format("floor of {}{}", c.name, round)));
+      }
       r.cases.push_back(std::move(c));
     }
     for (auto& p : r.scale) {

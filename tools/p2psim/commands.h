@@ -62,6 +62,8 @@ struct bench_args {
   std::string cases;        // "write_1g,matrix_8gpu"; empty: every case
   std::string scale_sizes;  // "256MiB,1GiB,4GiB"
   double size_factor = 1;
+  int repeat = 1;         // runs of each case and floor; the fastest counts
+  int cpu = -1;           // the CPU every run is pinned to; -1: the one the bench starts on
   std::string cases_dir;  // empty: the source tree's scenarios/bench
   std::string json;
   std::string floor;        // internal: "TXNS,HOPS", run one floor in this process
