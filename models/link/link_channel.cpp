@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/link/activity.h"
+#include "models/link/pcie_port.h"
 #include "models/link/stream_log.h"
 #include "models/link/tlp_txn.h"
 #include "models/pcie/link_timing.h"
@@ -26,6 +27,10 @@ link_channel::link_channel(sc_module_name name, const channel_timing& timing,
   SC_METHOD(woken);
   sensitive << m_wake;
   dont_initialize();
+}
+
+void link_channel::schedule_ahead(const pcie_port& sender) {
+  m_sender = sender.owner_takes_departures_ahead() ? &sender : nullptr;
 }
 
 uint64_t link_channel::serialization_ps(const pcie::tlp_header& h) const {
@@ -166,26 +171,41 @@ size_t link_channel::waiting_ahead(uint64_t now) {
   return m_ahead_starts.size();
 }
 
-// The serializer is busy until m_busy_until. If the oldest queued TLP is ready by then and
-// has the credits it needs, nothing can change that it starts then: no start happens while
-// the serializer is busy, a TLP handed over later is younger (the arbiter takes the oldest
-// eligible head first), and credits only come back. So it is sent now, starting then, and
-// the channel need not wake for it. Not with a choice source: there, which of several
-// eligible TLPs goes is decided when it goes.
+// Starts the oldest queued TLP now, at the time it will start, if that is already certain:
+// when the serializer is busy (or idle, but the TLP still in its sender's pipeline), it
+// starts at `at`, the later of the serializer freeing and the TLP being ready, provided it
+// has its credits by the time the serializer frees, no other queued TLP is ready before
+// `at`, and (if `at` is past the serializer freeing) the sender says it will hand over none
+// that is. Nothing else can change that: no start happens while the serializer is busy, a
+// TLP handed over later is younger (the arbiter takes the oldest eligible head first), and
+// credits only come back. The channel then need not wake for it. Not with a choice source:
+// there, which of several eligible TLPs goes is decided when it goes.
 bool link_channel::start_ahead(uint64_t now) {
-  if (!m_ahead || pcie::active_choice_source()) return false;
+  if (!m_sender || pcie::active_choice_source()) return false;
+  const int oldest = oldest_class();
+  if (oldest < 0) return false;
+  const entry& e = m_queue[oldest].front();
+  const uint64_t free = std::max(m_busy_until, now);
+  const uint64_t at = std::max(free, e.ready_ps);
+  if (at == now) return false;  // startable now: pick() decides (credits or order held it)
+  if (at > free)                // the serializer idles until `at`: nothing else may be ready sooner
+    for (int c = 0; c < pcie::fc_class_count; ++c)
+      if (c != oldest && !m_queue[c].empty() && m_queue[c].front().ready_ps < at) return false;
+  m_credits.advance(free);  // no start decision comes before `free`: returns up to it count
+  if (!may_start(*e.gp)) return false;
+  if (at > free && !m_sender->owner_hands_nothing_before(at)) return false;
+  entry started = e;
+  m_queue[oldest].pop_front();
+  start(started, at, now);
+  return true;
+}
+
+int link_channel::oldest_class() const {
   int oldest = -1;
   for (int c = 0; c < pcie::fc_class_count; ++c)
     if (!m_queue[c].empty() && (oldest < 0 || m_queue[c].front().seq < m_queue[oldest].front().seq))
       oldest = c;
-  const uint64_t at = m_busy_until;
-  if (oldest < 0 || m_queue[oldest].front().ready_ps > at) return false;
-  m_credits.advance(at);  // no start decision comes before `at`: returns up to it may count
-  if (!may_start(*m_queue[oldest].front().gp)) return false;
-  entry e = m_queue[oldest].front();
-  m_queue[oldest].pop_front();
-  start(e, at, now);
-  return true;
+  return oldest;
 }
 
 // The serializer is busy: the earliest time a queued TLP could start, as far as is known
@@ -300,7 +320,7 @@ void link_channel::go_down(stream_log& log) {
   }
   m_ahead_starts.clear();
   for (auto& q : m_queue) {
-    std::deque<entry> gone;
+    pcie::fifo<entry> gone;
     gone.swap(q);
     for (const entry& e : gone) drop(*e.gp);
   }
@@ -348,6 +368,7 @@ void link_channel::pump() {
     uint64_t wake = 0;
     slot s = pick(now, wake);
     if (s.cls < 0) {
+      if (start_ahead(now)) continue;
       if (wake) wake_at(wake, now);
       break;
     }

@@ -7,10 +7,10 @@
 
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
-#include <deque>
 #include <string>
 #include <systemc>
 #include <tlm>
+#include "models/pcie/fifo.h"
 
 #include "models/pcie/choices.h"
 #include "models/pcie/credits.h"
@@ -19,6 +19,7 @@
 namespace p2psim::link {
 
 class stream_log;
+class pcie_port;
 
 struct channel_timing {
   double ps_per_byte = 0;    // 1 / raw bandwidth
@@ -63,9 +64,10 @@ class link_channel : public sc_core::sc_module {
   bool down() const { return m_log_when_down != nullptr; }
   // What holds the TLPs queued here, for a run that stalled ("" when none is queued).
   std::string blocked() const;
-  // The transmitting port's component takes departures ahead (tlp_handler): a TLP whose
-  // start is already certain is scheduled at once rather than when the serializer frees.
-  void schedule_ahead(bool on) { m_ahead = on; }
+  // If the transmitting port's component takes departures ahead (tlp_handler), a TLP whose
+  // start is already certain is scheduled at once rather than when the serializer frees
+  // (or, asking the component, when the TLP is ready).
+  void schedule_ahead(const pcie_port& sender);
 
  private:
   struct entry {
@@ -85,6 +87,7 @@ class link_channel : public sc_core::sc_module {
   // Sends `e`, starting at `at` (now, or later when scheduled ahead).
   void start(entry e, uint64_t at, uint64_t now);
   bool start_ahead(uint64_t now);
+  int oldest_class() const;  // of the oldest queued TLP (-1: none)
   uint64_t next_chance();
   static pcie::credit_cost credit_cost_of(const tlm::tlm_generic_payload& gp);
   bool may_start(const tlm::tlm_generic_payload& gp) const;  // the receiver has room
@@ -94,19 +97,19 @@ class link_channel : public sc_core::sc_module {
   channel_timing m_timing;
   double m_ps_per_wire_byte;  // SKIP ordered sets included
   pcie::credit_gate m_credits;
-  std::deque<entry> m_queue[pcie::fc_class_count];
+  pcie::fifo<entry> m_queue[pcie::fc_class_count];
   uint64_t m_seq = 0;
   uint64_t m_busy_until = 0;
   uint64_t m_ack_bytes = 0, m_fc_bytes = 0;  // bytes sent since the last ACK / UpdateFC DLLP
   bool m_pumping = false;
-  bool m_ahead = false;
+  const pcie_port* m_sender = nullptr;  // set when it takes departures ahead
   // TLPs scheduled ahead whose start is still to come: they count as queued (max_queue),
   // and are dropped if the link goes down before they start.
   struct ahead {  // what its start added to the stats
     uint64_t start_ps;
     uint64_t tlps, payload, wire_bytes, busy_ps, dllps, relaxed_ordering_tlps;
   };
-  std::deque<ahead> m_ahead_starts;
+  pcie::fifo<ahead> m_ahead_starts;
   size_t waiting_ahead(uint64_t now);
   stream_log* m_log_when_down = nullptr;  // set when the link goes down
   // When the pump is next woken, as far as this channel knows (no_wake: not at all). Each

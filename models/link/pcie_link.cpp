@@ -40,8 +40,8 @@ void pcie_link::connect(pcie_port& upstream, pcie_port& downstream) {
   m_down->out.bind(downstream.rx);
   downstream.tx.bind(m_up->in);
   m_up->out.bind(upstream.rx);
-  m_down->schedule_ahead(upstream.owner_takes_departures_ahead());
-  m_up->schedule_ahead(downstream.owner_takes_departures_ahead());
+  m_down->schedule_ahead(upstream);
+  m_up->schedule_ahead(downstream);
 }
 
 qpi_link::qpi_link(sc_module_name name, const qpi_link_params& p) : sc_module(name), m_params(p) {
@@ -61,8 +61,8 @@ void qpi_link::connect(pcie_port& a, pcie_port& b) {
   m_ab->out.bind(b.rx);
   b.tx.bind(m_ba->in);
   m_ba->out.bind(a.rx);
-  m_ab->schedule_ahead(a.owner_takes_departures_ahead());
-  m_ba->schedule_ahead(b.owner_takes_departures_ahead());
+  m_ab->schedule_ahead(a);
+  m_ba->schedule_ahead(b);
 }
 
 }  // namespace p2psim::link

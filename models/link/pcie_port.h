@@ -12,9 +12,9 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 #include <cstdint>
-#include <deque>
 #include <systemc>
 #include <tlm>
+#include "models/pcie/fifo.h"
 
 namespace p2psim::link {
 
@@ -34,6 +34,14 @@ class tlp_handler {  // implemented by every component that owns ports
   // one SystemC activation fewer per TLP. A requester acts on a departure at once (it
   // issues the next TLP), so it keeps the default.
   virtual bool takes_departures_ahead() const { return false; }
+  // For a component that takes departures ahead: whether every TLP it will still hand to
+  // `port` (from now on) is ready no earlier than `t`. If so, a link that is idle but
+  // whose oldest TLP is ready only at `t` knows that one starts then, and schedules it at
+  // once rather than waking at `t` (another activation saved). "No" is always safe.
+  virtual bool hands_nothing_before(int port, uint64_t t) const {
+    (void)port, (void)t;
+    return false;
+  }
   // Burst fidelity: whether receive() takes a burst as soon as its first TLP is in (a
   // switch or root complex forwarding it cut-through, meta.lag_ps telling when the rest
   // follows) rather than once the whole burst is (an endpoint that consumes it).
@@ -48,6 +56,9 @@ class pcie_port : public sc_core::sc_module {
   pcie_port(sc_core::sc_module_name name, tlp_handler& owner, int index);
   int index() const { return m_index; }
   bool owner_takes_departures_ahead() const { return m_owner.takes_departures_ahead(); }
+  bool owner_hands_nothing_before(uint64_t t) const {
+    return m_owner.hands_nothing_before(m_index, t);
+  }
   // Hands a TLP to the link; it leaves no earlier than now + not_before.
   void send(tlm::tlm_generic_payload& gp, const sc_core::sc_time& not_before);
   void send(tlm::tlm_generic_payload& gp) { send(gp, sc_core::SC_ZERO_TIME); }
@@ -58,6 +69,12 @@ class pcie_port : public sc_core::sc_module {
   // (posted writes count as lost in `log`), and nothing arrives from now on.
   void link_down(stream_log& log);
   bool link_up() const { return m_down_log == nullptr; }
+  // TLPs on the wire toward this port, in arrival order (for its owner's lookahead).
+  struct arrival {
+    uint64_t at_ps;
+    tlm::tlm_generic_payload* gp;
+  };
+  const pcie::fifo<arrival>& arriving() const { return m_arrivals; }
 
  private:
   tlm::tlm_sync_enum rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
@@ -69,11 +86,7 @@ class pcie_port : public sc_core::sc_module {
   // TLPs on their way in, by arrival time. One link feeds a port and a TLP starts only when
   // the one before it has been sent, so they arrive in the order they were sent: a FIFO
   // and one event do what a payload event queue would, for less.
-  struct arrival {
-    uint64_t at_ps;
-    tlm::tlm_generic_payload* gp;
-  };
-  std::deque<arrival> m_arrivals;
+  pcie::fifo<arrival> m_arrivals;
   stream_log* m_down_log = nullptr;  // set when the link went down
   void discard(tlm::tlm_generic_payload& gp);
   sc_core::sc_event m_arrived;

@@ -57,7 +57,11 @@ inline uint64_t now_ps() {  // the simulation context's clock, read inline
   return to_ps(sc_core::sc_get_curr_simcontext()->time_stamp());
 }
 inline sc_core::sc_time ps(uint64_t v) {
-  return v ? sc_core::sc_time::from_value(v * ticks_per_ps()) : sc_core::SC_ZERO_TIME;
+  // sc_time's product with a double is inline where from_value is a library call; it is
+  // exact up to 2^53 ticks (2.5 hours at 1 ps).
+  static const sc_core::sc_time tick = sc_core::sc_time::from_value(1);
+  const uint64_t ticks = v * ticks_per_ps();
+  return ticks < (uint64_t(1) << 53) ? tick * double(ticks) : sc_core::sc_time::from_value(ticks);
 }
 
 }  // namespace p2psim::link

@@ -17,7 +17,7 @@ credit_gate::credit_gate(const credit_limits& l) {
   set(fc_class::completion, l.cplh, l.cpld);
 }
 
-void credit_gate::advance(time_ps now) {
+void credit_gate::absorb(time_ps now) {
   while (!m_pending.empty() && m_pending.front().arrival <= now) {
     const pending_return& r = m_pending.front();
     pool& p = m_avail[int(r.cls)];
@@ -25,11 +25,6 @@ void credit_gate::advance(time_ps now) {
     p.data += r.cost.data;
     m_pending.pop_front();
   }
-}
-
-bool credit_gate::can_send(fc_class c, credit_cost cost) const {
-  const pool& p = m_avail[int(c)];
-  return (p.inf_header || p.header >= cost.header) && (p.inf_data || p.data >= cost.data);
 }
 
 bool credit_gate::can_start_burst(fc_class c, credit_cost cost) const {

@@ -8,7 +8,7 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
+#include "models/pcie/fifo.h"
 
 #include "models/pcie/tlp.h"
 
@@ -36,9 +36,15 @@ class credit_gate {
 
   explicit credit_gate(const credit_limits& limits = {});
 
-  // Absorbs every return that has arrived by `now`.
-  void advance(time_ps now);
-  bool can_send(fc_class c, credit_cost cost) const;
+  // Absorbs every return that has arrived by `now`. Inline, as can_send: both run several
+  // times per TLP, and most often find nothing to do.
+  void advance(time_ps now) {
+    if (!m_pending.empty() && m_pending.front().arrival <= now) absorb(now);
+  }
+  bool can_send(fc_class c, credit_cost cost) const {
+    const pool& p = m_avail[int(c)];
+    return (p.inf_header || p.header >= cost.header) && (p.inf_data || p.data >= cost.data);
+  }
   // Burst fidelity: a burst stands for many TLPs, often more than a receiver advertises. It
   // may start while less than one burst is owed beyond the advertised buffer (available +
   // cost > 0): a receiver holds two bursts at a time, double buffering at burst granularity.
@@ -58,6 +64,7 @@ class credit_gate {
     int64_t header = 0, data = 0;  // below zero only after a burst
     bool inf_header = false, inf_data = false;
   };
+  void absorb(time_ps now);
   struct pending_return {
     time_ps arrival;
     fc_class cls;
@@ -65,8 +72,8 @@ class credit_gate {
   };
   std::array<pool, fc_class_count> m_avail;
   // By arrival. A receiver frees buffers nearly in the order it got them, so a return almost
-  // always goes at the back: a sorted deque beats a heap on this per-TLP path.
-  std::deque<pending_return> m_pending;
+  // always goes at the back: a sorted ring beats a heap on this per-TLP path.
+  fifo<pending_return> m_pending;
 };
 
 }  // namespace p2psim::pcie

@@ -69,12 +69,33 @@ void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
   const int c = int(pcie::fc_class_of(h.type));
   count_departures(in, c);
   occ.max[c] = std::max(occ.max[c], ++occ.now[c]);
-  // Cut-through: the egress may start `latency` after the header came in, i.e. the
-  // serialization time of the TLP earlier than its tail (which is now).
-  uint64_t ser = link::meta(gp).last_ser_ps;
-  uint64_t wait =
-      m_params.cut_through ? (m_latency_ps > ser ? m_latency_ps - ser : 0) : m_latency_ps;
-  m_ports[out]->send(gp, link::ps(wait));
+  m_ports[out]->send(gp, link::ps(forwarding_wait(gp)));
+}
+
+// Cut-through: the egress may start `latency` after the header came in, i.e. the
+// serialization time of the TLP earlier than its tail (which is when it is received).
+uint64_t pcie_switch::forwarding_wait(const tlm::tlm_generic_payload& gp) const {
+  const uint64_t ser = link::meta(gp).last_ser_ps;
+  return m_params.cut_through ? (m_latency_ps > ser ? m_latency_ps - ser : 0) : m_latency_ps;
+}
+
+// What the switch hands an egress comes from what reaches its ports. A TLP still to start
+// on a link toward it arrives no sooner than its own serialization time from now and
+// leaves the latency after its header came in: it is ready no sooner than now + latency,
+// which is no earlier than any `t` asked about (a TLP the switch handed over is ready at
+// most that long after). So only the TLPs on the wire now can be sooner: each is ready its
+// forwarding wait after it arrives, or at once if it is a request this port sent that the
+// switch may answer itself (an Unsupported Request completion). Where it goes is not
+// looked up: any might go to `out`.
+bool pcie_switch::hands_nothing_before(int out, uint64_t t) const {
+  if (t > link::now_ps() + m_latency_ps) return false;
+  for (const auto& port : m_ports)
+    for (const link::pcie_port::arrival& a : port->arriving()) {
+      if (a.at_ps >= t) break;  // by arrival: the rest are later still
+      const bool answered_here = port->index() == out && pcie::is_non_posted(link::hdr(*a.gp).type);
+      if (a.at_ps + (answered_here ? 0 : forwarding_wait(*a.gp)) < t) return false;
+    }
+  return true;
 }
 
 void pcie_switch::sent(int, tlm::tlm_generic_payload& gp, uint64_t after_ps) {

@@ -6,13 +6,13 @@
 #pragma once
 
 #include <array>
-#include <deque>
 #include <memory>
 #include <vector>
 
 #include <systemc>
 
 #include "models/link/pcie_port.h"
+#include "models/pcie/fifo.h"
 #include "models/pcie/route_table.h"
 #include "models/pcie/tlp.h"
 
@@ -53,15 +53,17 @@ class pcie_switch : public sc_core::sc_module, public link::tlp_handler {
   void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) override;
   bool forwards_bursts() const override { return true; }
   bool takes_departures_ahead() const override { return true; }
+  bool hands_nothing_before(int port, uint64_t t) const override;
 
  private:
   int route(int in, tlm::tlm_generic_payload& gp);
   void count_departures(int in, int cls);
+  uint64_t forwarding_wait(const tlm::tlm_generic_payload& gp) const;  // after its tail
 
   // When TLPs told to leave ahead do leave, per ingress port and class, earliest first (an
   // egress sends in order, so a time nearly always goes at the back): the occupancy counts
   // them until then.
-  using departures = std::deque<uint64_t>;
+  using departures = pcie::fifo<uint64_t>;
   std::vector<std::array<departures, pcie::fc_class_count>> m_departures;
 
   switch_params m_params;

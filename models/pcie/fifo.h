@@ -1,0 +1,30 @@
+// A queue for the per-TLP paths: a ring buffer that doubles when full and otherwise never
+// allocates. These queues (a link's class queues, a port's arrivals, credit returns) hold a
+// few entries at a time; a std::deque moving through them allocates and frees a node every
+// few dozen pushes.
+#pragma once
+
+#include <boost/circular_buffer.hpp>
+
+namespace p2psim::pcie {
+
+template <class T>
+class fifo : public boost::circular_buffer<T> {
+ public:
+  fifo() : boost::circular_buffer<T>(16) {}
+  void push_back(const T& v) {
+    if (this->full()) this->set_capacity(2 * this->capacity());
+    boost::circular_buffer<T>::push_back(v);
+  }
+  template <class It>
+  void insert(It pos, const T& v) {  // keeps every entry (a full ring would drop one)
+    if (this->full()) {
+      const auto i = pos - this->begin();
+      this->set_capacity(2 * this->capacity());
+      pos = this->begin() + i;
+    }
+    boost::circular_buffer<T>::insert(pos, v);
+  }
+};
+
+}  // namespace p2psim::pcie
