@@ -25,17 +25,25 @@ json read_json(const std::string& file) {
   return json::parse(f);
 }
 
+// Runs `p2psim bench ARGS --json FILE` (FILE in the build tree), requires it to succeed and
+// returns what it wrote, with its output for the checks on the table.
+json bench_json(const std::string& args, const std::string& name, std::string* out = nullptr) {
+  const std::string file = in_build(name);
+  auto r = run_cli("bench " + args + " --json " + file);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  if (out) *out = r.out;
+  return read_json(file);
+}
+
 // 1 GiB cases become 256 KiB, the matrix's 8 MiB per pair one 4 KiB page.
 const std::string tiny = " --size-factor 0.000244140625";
 
 }  // namespace
 
 TEST_CASE("bench: the JSON has every figure of every case at both fidelities", "[cli][bench]") {
-  const std::string file = in_build("bench.json");
-  auto r = run_cli("bench" + tiny + " --json " + file);
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  json j = read_json(file);
+  std::string out;
+  json j = bench_json(tiny, "bench.json", &out);
   CHECK(j["fidelities"] == json({"tlp", "burst"}));
   REQUIRE(j["cases"].size() == 4);
   std::vector<std::string> names;
@@ -64,16 +72,12 @@ TEST_CASE("bench: the JSON has every figure of every case at both fidelities", "
   CHECK(names == std::vector<std::string>{"write_1g", "read_1g", "qpi_write_1g", "matrix_8gpu"});
   // The matrix case moves a page per pair, 132 pairs.
   CHECK(j["cases"][3]["tlp"]["bytes"] == 132 * 4096);
-  CHECK(r.out.find("burst/tlp") != std::string::npos);
-  CHECK(r.out.find("Floor:") != std::string::npos);
+  CHECK(out.find("burst/tlp") != std::string::npos);
+  CHECK(out.find("Floor:") != std::string::npos);
 }
 
 TEST_CASE("bench: one fidelity and chosen cases", "[cli][bench]") {
-  const std::string file = in_build("bench_one.json");
-  auto r = run_cli("bench --fidelity burst --cases read_1g" + tiny + " --json " + file);
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  json j = read_json(file);
+  json j = bench_json("--fidelity burst --cases read_1g" + tiny, "bench_one.json");
   REQUIRE(j["cases"].size() == 1);
   CHECK(j["cases"][0]["name"] == "read_1g");
   CHECK(j["cases"][0]["tlp"].is_null());
@@ -83,17 +87,15 @@ TEST_CASE("bench: one fidelity and chosen cases", "[cli][bench]") {
 }
 
 TEST_CASE("bench: --repeat runs each case and floor again and keeps the fastest", "[cli][bench]") {
-  const std::string file = in_build("bench_repeat.json");
-  auto r = run_cli("bench --fidelity tlp --cases write_1g --repeat 3" + tiny + " --json " + file);
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  json j = read_json(file);
+  std::string out;
+  json j =
+      bench_json("--fidelity tlp --cases write_1g --repeat 3" + tiny, "bench_repeat.json", &out);
   CHECK(j["repeat"] == 3);
   CHECK(j["cpu"].is_number());  // pinned to the CPU it started on
   REQUIRE(j["cases"].size() == 1);
   CHECK(j["cases"][0]["tlp"]["bytes"] == 256 * 1024);  // the same work, whichever run it was
   CHECK(j["cases"][0]["floor"]["hops"] == j["cases"][0]["tlp"]["hops"]);
-  CHECK(r.out.find("fastest of 3 runs each") != std::string::npos);
+  CHECK(out.find("fastest of 3 runs each") != std::string::npos);
 }
 
 TEST_CASE("bench: the floor reports exactly the transactions and hops asked for",
@@ -122,13 +124,10 @@ TEST_CASE("bench: the floor reports exactly the transactions and hops asked for"
 
 TEST_CASE("bench: scaling sizes above the case's transfer run as repetitions of it",
           "[cli][bench]") {
-  const std::string file = in_build("bench_scale.json");
   // write_1g's 1 GiB times 1/1024: repetitions of 1 MiB.
-  auto r =
-      run_cli("bench --scale-sizes 256KiB,1MiB,3MiB --size-factor 0.0009765625 --json " + file);
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  json j = read_json(file);
+  std::string out;
+  json j = bench_json("--scale-sizes 256KiB,1MiB,3MiB --size-factor 0.0009765625",
+                      "bench_scale.json", &out);
   CHECK(j["cases"].empty());  // the scaling study alone
   CHECK(j["scale"]["case"] == "write_1g");
   CHECK(j["scale"]["fidelity"] == "burst");
@@ -140,7 +139,7 @@ TEST_CASE("bench: scaling sizes above the case's transfer run as repetitions of 
   CHECK(p[2]["size"] == 1 << 20);
   CHECK(p[2]["count"] == 3);
   for (const auto& point : p) CHECK(point["run"]["bytes"] == point["total_bytes"]);
-  CHECK(r.out.find("Scaling: write_1g at burst fidelity") != std::string::npos);
+  CHECK(out.find("Scaling: write_1g at burst fidelity") != std::string::npos);
 }
 
 TEST_CASE("bench: bad options exit 2 and say what is wrong", "[cli][bench][bad]") {
