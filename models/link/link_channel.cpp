@@ -287,15 +287,12 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
 }
 
 std::string link_channel::blocked() const {
-  const entry* oldest = nullptr;
-  size_t queued = 0;
-  for (const auto& q : m_queue) {
-    queued += q.size();
-    if (!q.empty() && (!oldest || q.front().seq < oldest->seq)) oldest = &q.front();
-  }
-  if (!oldest) return "";
-  const auto c = pcie::fc_class_of(hdr(*oldest->gp).type);
-  const pcie::credit_cost need = credit_cost_of(*oldest->gp);
+  const int cls = oldest_class();
+  if (cls < 0) return "";
+  const size_t queued = m_queue[0].size() + m_queue[1].size() + m_queue[2].size();
+  const tlm::tlm_generic_payload& oldest = *m_queue[cls].front().gp;
+  const auto c = pcie::fc_class_of(hdr(oldest).type);
+  const pcie::credit_cost need = credit_cost_of(oldest);
   return std::to_string(queued) + " TLPs queued; the oldest needs " + std::to_string(need.header) +
          " header and " + std::to_string(need.data) +
          " data credits of its class, the receiver has " +
