@@ -1,6 +1,7 @@
 #include "models/link/link_channel.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "models/link/activity.h"
 #include "models/link/pcie_port.h"
@@ -47,6 +48,10 @@ tlm::tlm_sync_enum link_channel::in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_ph
   }
   uint64_t now = now_ps();
   uint64_t ready = now + to_ps(d);
+  if (ready < m_promised_ps)  // a TLP started ahead of this one on the sender's word
+    throw std::logic_error(std::string(name()) + ": a TLP handed over ready at " +
+                           std::to_string(ready) + " ps, before " + std::to_string(m_promised_ps) +
+                           " ps: its sender promised none would be");
   auto c = int(pcie::fc_class_of(hdr(gp).type));
   m_queue[c].push_back({&gp, ready, m_seq++});
   uint64_t depth = m_queue[0].size() + m_queue[1].size() + m_queue[2].size();
@@ -193,11 +198,22 @@ bool link_channel::start_ahead(uint64_t now) {
       if (c != oldest && !m_queue[c].empty() && m_queue[c].front().ready_ps < at) return false;
   m_credits.advance(free);  // no start decision comes before `free`: returns up to it count
   if (!may_start(*e.gp)) return false;
-  if (at > free && !m_sender->owner_hands_nothing_before(at)) return false;
+  if (at > free) {
+    if (!m_sender->owner_hands_nothing_before(at, tlp_scope::all)) return false;
+    m_promised_ps = std::max(m_promised_ps, at);
+  }
   entry started = e;
   m_queue[oldest].pop_front();
   start(started, at, now);
   return true;
+}
+
+bool link_channel::delivers_no_completion_before(uint64_t t) const {
+  const uint64_t now = now_ps(), latency = m_timing.latency_ps;
+  for (const entry& e : m_queue[int(pcie::fc_class::completion)])
+    if (std::max(e.ready_ps, now) + latency < t) return false;
+  if (t <= now + latency) return true;  // what is still to be handed over starts now or later
+  return m_sender && m_sender->owner_hands_nothing_before(t - latency, tlp_scope::completions);
 }
 
 int link_channel::oldest_class() const {

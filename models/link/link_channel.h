@@ -68,6 +68,10 @@ class link_channel : public sc_core::sc_module {
   // start is already certain is scheduled at once rather than when the serializer frees
   // (or, asking the component, when the TLP is ready).
   void schedule_ahead(const pcie_port& sender);
+  // Whether no completion that is not on the wire yet reaches the receiving port before
+  // `t`: the queued ones start no sooner than they are ready, and for those still to come
+  // the sender must promise (tlp_handler::hands_nothing_before). "No" is always safe.
+  bool delivers_no_completion_before(uint64_t t) const;
 
  private:
   struct entry {
@@ -103,6 +107,9 @@ class link_channel : public sc_core::sc_module {
   uint64_t m_ack_bytes = 0, m_fc_bytes = 0;  // bytes sent since the last ACK / UpdateFC DLLP
   bool m_pumping = false;
   const pcie_port* m_sender = nullptr;  // set when it takes departures ahead
+  // The sender promised to hand over no TLP ready before this (hands_nothing_before) when
+  // one started ahead on its word; one that is would have gone first: a model error.
+  uint64_t m_promised_ps = 0;
   // TLPs scheduled ahead whose start is still to come: they count as queued (max_queue),
   // and are dropped if the link goes down before they start.
   struct ahead {  // what its start added to the stats

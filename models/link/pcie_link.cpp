@@ -42,6 +42,8 @@ void pcie_link::connect(pcie_port& upstream, pcie_port& downstream) {
   m_up->out.bind(upstream.rx);
   m_down->schedule_ahead(upstream);
   m_up->schedule_ahead(downstream);
+  upstream.set_feed(*m_up);
+  downstream.set_feed(*m_down);
 }
 
 qpi_link::qpi_link(sc_module_name name, const qpi_link_params& p) : sc_module(name), m_params(p) {
@@ -63,6 +65,8 @@ void qpi_link::connect(pcie_port& a, pcie_port& b) {
   m_ba->out.bind(a.rx);
   m_ab->schedule_ahead(a);
   m_ba->schedule_ahead(b);
+  a.set_feed(*m_ba);
+  b.set_feed(*m_ab);
 }
 
 }  // namespace p2psim::link

@@ -1,6 +1,7 @@
 #include "models/link/pcie_port.h"
 
 #include "models/link/activity.h"
+#include "models/link/link_channel.h"
 #include "models/link/stream_log.h"
 #include "models/link/tlp_txn.h"
 
@@ -33,13 +34,18 @@ void pcie_port::release(tlm::tlm_generic_payload& gp, const sc_time& after) {
   rx->nb_transport_bw(gp, ph, d);
 }
 
+void pcie_port::set_feed(const link_channel& feed) {
+  m_feed = &feed;
+  m_arrival_lead_ps = feed.timing().latency_ps;
+}
+
+bool pcie_port::no_completion_arrives_before(uint64_t t) const {
+  return m_feed && m_feed->delivers_no_completion_before(t);
+}
+
 void pcie_port::link_down(stream_log& log) {
   m_down_log = &log;
-  while (!m_arrivals.empty()) {
-    tlm::tlm_generic_payload* gp = m_arrivals.front().gp;
-    m_arrivals.pop_front();
-    discard(*gp);
-  }
+  while (!m_arrivals.empty()) discard(*pop_arrival());
 }
 
 void pcie_port::discard(tlm::tlm_generic_payload& gp) {
@@ -64,7 +70,9 @@ tlm::tlm_sync_enum pcie_port::rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase
   const uint64_t at = now_ps() + to_ps(d);
   if (!m_arrivals.empty() && at < m_arrivals.back().at_ps)
     throw std::logic_error(std::string(name()) + ": TLPs must arrive in the order they were sent");
-  m_arrivals.push_back({at, &gp});
+  const auto& h = hdr(gp);
+  m_arrivals.push_back({at, &gp, meta(gp).last_ser_ps, h.type, h.requester_id});
+  ++m_arriving_of[int(pcie::fc_class_of(h.type))];
   if (m_arrivals.size() == 1) m_arrived.notify(d);
   return tlm::TLM_ACCEPTED;
 }
@@ -74,13 +82,20 @@ tlm::tlm_sync_enum pcie_port::tx_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase
   return tlm::TLM_ACCEPTED;
 }
 
+tlm::tlm_generic_payload* pcie_port::pop_arrival() {
+  const arrival& a = m_arrivals.front();
+  tlm::tlm_generic_payload* gp = a.gp;
+  --m_arriving_of[int(pcie::fc_class_of(a.type))];
+  m_arrivals.pop_front();
+  return gp;
+}
+
 void pcie_port::arrive() {
   note_activity(this);
   const uint64_t now = now_ps();
   while (!m_arrivals.empty() && m_arrivals.front().at_ps <= now) {
-    tlm::tlm_generic_payload* gp = m_arrivals.front().gp;
-    m_arrivals.pop_front();  // first: receive() may send, and a loopback could come back here
-    m_owner.receive(m_index, *gp);
+    // Taken off first: receive() may send, and a loopback could come back here.
+    m_owner.receive(m_index, *pop_arrival());
   }
   if (!m_arrivals.empty()) m_arrived.notify(ps(m_arrivals.front().at_ps - now));
 }

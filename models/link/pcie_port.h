@@ -15,10 +15,15 @@
 #include <systemc>
 #include <tlm>
 #include "models/pcie/fifo.h"
+#include "models/pcie/tlp.h"
 
 namespace p2psim::link {
 
 class stream_log;
+
+class link_channel;
+
+enum class tlp_scope { all, completions };  // which TLPs a promise (below) is about
 
 class tlp_handler {  // implemented by every component that owns ports
  public:
@@ -38,8 +43,10 @@ class tlp_handler {  // implemented by every component that owns ports
   // `port` (from now on) is ready no earlier than `t`. If so, a link that is idle but
   // whose oldest TLP is ready only at `t` knows that one starts then, and schedules it at
   // once rather than waking at `t` (another activation saved). "No" is always safe.
-  virtual bool hands_nothing_before(int port, uint64_t t) const {
-    (void)port, (void)t;
+  // `which` narrows the promise to completions (asked by a root complex about the
+  // interconnect: only completions from there go on to a device at once).
+  virtual bool hands_nothing_before(int port, uint64_t t, tlp_scope which) const {
+    (void)port, (void)t, (void)which;
     return false;
   }
   // Burst fidelity: whether receive() takes a burst as soon as its first TLP is in (a
@@ -56,8 +63,8 @@ class pcie_port : public sc_core::sc_module {
   pcie_port(sc_core::sc_module_name name, tlp_handler& owner, int index);
   int index() const { return m_index; }
   bool owner_takes_departures_ahead() const { return m_owner.takes_departures_ahead(); }
-  bool owner_hands_nothing_before(uint64_t t) const {
-    return m_owner.hands_nothing_before(m_index, t);
+  bool owner_hands_nothing_before(uint64_t t, tlp_scope which) const {
+    return m_owner.hands_nothing_before(m_index, t, which);
   }
   // Hands a TLP to the link; it leaves no earlier than now + not_before.
   void send(tlm::tlm_generic_payload& gp, const sc_core::sc_time& not_before);
@@ -69,12 +76,24 @@ class pcie_port : public sc_core::sc_module {
   // (posted writes count as lost in `log`), and nothing arrives from now on.
   void link_down(stream_log& log);
   bool link_up() const { return m_down_log == nullptr; }
-  // TLPs on the wire toward this port, in arrival order (for its owner's lookahead).
+  // TLPs on the wire toward this port, in arrival order (for its owner's lookahead), with
+  // what the lookahead needs of each at hand.
   struct arrival {
     uint64_t at_ps;
     tlm::tlm_generic_payload* gp;
+    uint64_t ser_ps;  // its serialization time on the link (meta.last_ser_ps)
+    pcie::tlp_type type;
+    uint16_t requester_id;
   };
   const pcie::fifo<arrival>& arriving() const { return m_arrivals; }
+  size_t arriving_of(pcie::fc_class c) const { return m_arriving_of[int(c)]; }  // how many
+  // The link direction that delivers to this port (set when the link connects).
+  void set_feed(const link_channel& feed);
+  // A TLP not yet on the wire toward this port arrives no sooner than this from now: the
+  // feeding link's propagation latency (0 before it connects).
+  uint64_t arrival_lead_ps() const { return m_arrival_lead_ps; }
+  // Whether no completion that is not on the wire yet arrives here before `t`.
+  bool no_completion_arrives_before(uint64_t t) const;
 
  private:
   tlm::tlm_sync_enum rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
@@ -87,7 +106,11 @@ class pcie_port : public sc_core::sc_module {
   // the one before it has been sent, so they arrive in the order they were sent: a FIFO
   // and one event do what a payload event queue would, for less.
   pcie::fifo<arrival> m_arrivals;
+  size_t m_arriving_of[pcie::fc_class_count] = {};  // m_arrivals by flow-control class
+  tlm::tlm_generic_payload* pop_arrival();
   stream_log* m_down_log = nullptr;  // set when the link went down
+  const link_channel* m_feed = nullptr;
+  uint64_t m_arrival_lead_ps = 0;
   void discard(tlm::tlm_generic_payload& gp);
   sc_core::sc_event m_arrived;
 };

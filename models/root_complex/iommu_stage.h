@@ -39,6 +39,8 @@ class iommu_stage : public sc_core::sc_module {
   // A TLP that arrived on root port `port`.
   void receive(int port, tlm::tlm_generic_payload& gp);
   uint64_t walk_wait_ps() const { return m_walk_wait_ps; }  // time requests spent in walks
+  // When the first TLP held for a walk (or behind one) goes on; UINT64_MAX if none is.
+  uint64_t earliest_held_ps() const;
 
  private:
   struct held {

@@ -134,6 +134,39 @@ void root_complex::completion(int in, tlm::tlm_generic_payload& gp) {
   gp.release();
 }
 
+// What the root complex hands a port comes from what reaches its ports. A TLP from a device
+// (past the IOMMU, which can only hold it longer) goes on the root complex's latency after it
+// arrived or later: memory completions, peer-to-peer forwarding and UR completions all charge
+// it. So does a request from the interconnect. A completion from the interconnect for a
+// device goes on at once (the sending socket charged it): its link must promise that none
+// comes sooner than `t`. The TLPs on the wire or held for a page walk are checked one by one;
+// where each goes is not looked up: any might go to `out`.
+// Toward the interconnect only completions can be promised (a request for another socket's
+// memory goes there at once), and only with one interconnect port (with more, a completion
+// may pass from one to another at once, and asking their links could go round in circles).
+bool root_complex::hands_nothing_before(int out, uint64_t t, link::tlp_scope which) const {
+  if (!is_root_port(out) &&
+      (which != link::tlp_scope::completions || m_params.interconnect_ports > 1))
+    return false;
+  const uint64_t held = m_iommu.earliest_held_ps();
+  if (held != UINT64_MAX && held + m_latency_ps < t) return false;
+  const uint64_t now = link::now_ps();
+  for (const auto& port : m_ports) {
+    if (now + port->arrival_lead_ps() + m_latency_ps < t) return false;
+    const auto& wire = port->arriving();
+    if (!wire.empty() && wire.front().at_ps + m_latency_ps < t) return false;  // the rest: later
+    // Completions that come in here and may go on to `out` at once.
+    if (is_root_port(port->index()) || !is_root_port(out)) continue;
+    if (!port->no_completion_arrives_before(t)) return false;
+    if (port->arriving_of(pcie::fc_class::completion))
+      for (const link::pcie_port::arrival& a : wire) {
+        if (a.at_ps >= t) break;  // by arrival: the rest are later still
+        if (pcie::is_completion(a.type) && a.requester_id != m_params.bdf) return false;
+      }
+  }
+  return true;
+}
+
 void root_complex::refused(tlm::tlm_generic_payload& gp, int in) {
   const auto& h = link::hdr(gp);
   if (pcie::is_non_posted(h.type))

@@ -66,6 +66,7 @@ class root_complex : public sc_core::sc_module, public link::tlp_handler, privat
   void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) override;
   bool forwards_bursts() const override { return true; }
   bool takes_departures_ahead() const override { return true; }
+  bool hands_nothing_before(int port, uint64_t t, link::tlp_scope which) const override;
 
  private:
   // forward_ports

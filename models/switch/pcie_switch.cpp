@@ -69,13 +69,12 @@ void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
   const int c = int(pcie::fc_class_of(h.type));
   count_departures(in, c);
   occ.max[c] = std::max(occ.max[c], ++occ.now[c]);
-  m_ports[out]->send(gp, link::ps(forwarding_wait(gp)));
+  m_ports[out]->send(gp, link::ps(forwarding_wait(link::meta(gp).last_ser_ps)));
 }
 
 // Cut-through: the egress may start `latency` after the header came in, i.e. the
 // serialization time of the TLP earlier than its tail (which is when it is received).
-uint64_t pcie_switch::forwarding_wait(const tlm::tlm_generic_payload& gp) const {
-  const uint64_t ser = link::meta(gp).last_ser_ps;
+uint64_t pcie_switch::forwarding_wait(uint64_t ser) const {
   return m_params.cut_through ? (m_latency_ps > ser ? m_latency_ps - ser : 0) : m_latency_ps;
 }
 
@@ -83,18 +82,25 @@ uint64_t pcie_switch::forwarding_wait(const tlm::tlm_generic_payload& gp) const 
 // on a link toward it arrives no sooner than its own serialization time from now and
 // leaves the latency after its header came in: it is ready no sooner than now + latency,
 // which is no earlier than any `t` asked about (a TLP the switch handed over is ready at
-// most that long after). So only the TLPs on the wire now can be sooner: each is ready its
-// forwarding wait after it arrives, or at once if it is a request this port sent that the
-// switch may answer itself (an Unsupported Request completion). Where it goes is not
-// looked up: any might go to `out`.
-bool pcie_switch::hands_nothing_before(int out, uint64_t t) const {
+// most that long after). So only the TLPs on the wire now can be sooner. Each is ready its
+// forwarding wait after its tail arrives (cut-through: the latency after its header, but not
+// before its tail). A link sends one TLP after another, so headers and tails both come in
+// order and the first TLP on each wire is the soonest. Or a TLP is answered at once: a
+// request this port sent that the switch refuses itself (an Unsupported Request
+// completion). Where each goes is not looked up: any might go to `out`. A promise about all
+// TLPs holds for completions too.
+bool pcie_switch::hands_nothing_before(int out, uint64_t t, link::tlp_scope) const {
   if (t > link::now_ps() + m_latency_ps) return false;
-  for (const auto& port : m_ports)
-    for (const link::pcie_port::arrival& a : port->arriving()) {
-      if (a.at_ps >= t) break;  // by arrival: the rest are later still
-      const bool answered_here = port->index() == out && pcie::is_non_posted(link::hdr(*a.gp).type);
-      if (a.at_ps + (answered_here ? 0 : forwarding_wait(*a.gp)) < t) return false;
-    }
+  for (const auto& port : m_ports) {
+    const auto& wire = port->arriving();
+    if (wire.empty()) continue;
+    if (wire.front().at_ps + forwarding_wait(wire.front().ser_ps) < t) return false;
+    if (port->index() == out && port->arriving_of(pcie::fc_class::non_posted))
+      for (const link::pcie_port::arrival& a : wire) {
+        if (a.at_ps >= t) break;  // by arrival: the rest are later still
+        if (pcie::is_non_posted(a.type)) return false;
+      }
+  }
   return true;
 }
 

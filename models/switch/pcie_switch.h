@@ -53,12 +53,13 @@ class pcie_switch : public sc_core::sc_module, public link::tlp_handler {
   void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) override;
   bool forwards_bursts() const override { return true; }
   bool takes_departures_ahead() const override { return true; }
-  bool hands_nothing_before(int port, uint64_t t) const override;
+  bool hands_nothing_before(int port, uint64_t t, link::tlp_scope) const override;
 
  private:
   int route(int in, tlm::tlm_generic_payload& gp);
   void count_departures(int in, int cls);
-  uint64_t forwarding_wait(const tlm::tlm_generic_payload& gp) const;  // after its tail
+  // How long after its tail a TLP that took `ser_ps` to serialize may leave.
+  uint64_t forwarding_wait(uint64_t ser_ps) const;
 
   // When TLPs told to leave ahead do leave, per ingress port and class, earliest first (an
   // egress sends in order, so a time nearly always goes at the back): the occupancy counts
