@@ -110,7 +110,7 @@ class pcie_port : public sc_core::sc_module {
   tlm::tlm_generic_payload* pop_arrival();
   stream_log* m_down_log = nullptr;  // set when the link went down
   const link_channel* m_feed = nullptr;
-  uint64_t m_arrival_lead_ps = 0;
+  uint64_t m_arrival_lead_ps = 0;  // the feed's latency, kept at hand: every promise asks
   void discard(tlm::tlm_generic_payload& gp);
   sc_core::sc_event m_arrived;
 };

@@ -139,8 +139,9 @@ void root_complex::completion(int in, tlm::tlm_generic_payload& gp) {
 // arrived or later: memory completions, peer-to-peer forwarding and UR completions all charge
 // it. So does a request from the interconnect. A completion from the interconnect for a
 // device goes on at once (the sending socket charged it): its link must promise that none
-// comes sooner than `t`. The TLPs on the wire or held for a page walk are checked one by one;
-// where each goes is not looked up: any might go to `out`.
+// comes sooner than `t`. Of the TLPs held for a page walk and of those on each wire, the
+// first is the soonest (each goes on in order); only completions on the interconnect's wire
+// are searched. Where each goes is not looked up: any might go to `out`.
 // Toward the interconnect only completions can be promised (a request for another socket's
 // memory goes there at once), and only with one interconnect port (with more, a completion
 // may pass from one to another at once, and asking their links could go round in circles).
