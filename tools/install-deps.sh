@@ -8,6 +8,7 @@ packages=(
   libsystemc-dev          # SystemC 2.3.4 with TLM-2.0
   libboost-graph-dev      # topology graph
   catch2                  # unit and model tests (v2)
+  librapidcheck-dev       # property tests (the driver models against their reference)
   libfmt-dev              # text formatting
   libyaml-cpp-dev         # topology and scenario files
   libcli11-dev            # command line

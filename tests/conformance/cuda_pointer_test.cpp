@@ -48,7 +48,7 @@ TEST_CASE("GPUDirect RDMA 13.3 5.6: P2P tokens are the context's and p2pToken is
   REQUIRE(cuCtxSetCurrent(a) == CUDA_SUCCESS);
   kernel::as_process other(2);
   revocation r;
-  CHECK(nvidia_p2p_get_pages(0, 0, p, k64, &r.table, revocation::callback, &r) == -EPERM);
+  CHECK(nvidia_p2p_get_pages(0, 0, p, k64, &r.table, revocation::callback, &r) == -EINVAL);
   CHECK(nvidia_p2p_get_pages(tp.p2pToken, tp.vaSpaceToken, p, k64, &r.table, revocation::callback,
                              &r) == 0);
 }

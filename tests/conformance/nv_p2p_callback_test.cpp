@@ -60,29 +60,35 @@ TEST_CASE("5.3: an early exit of the process runs the callback", "[nv-p2p][callb
   CHECK(w.bar1[0]->mapped_pages() == 0);
 }
 
-TEST_CASE("5.3: a callback that does not free the page table is reported", "[nv-p2p][callback]") {
+TEST_CASE("5.3 (R535 nv-p2p.c): after the callback the driver frees the page table itself",
+          "[nv-p2p][callback]") {
   p2p_world w;
   uint64_t va = w.alloc(k64);
   callback_state s = watched(w);
-  s.free_table = false;
+  s.free_table = false;  // a callback that forgets nvidia_p2p_free_page_table leaks nothing
   REQUIRE(nvidia_p2p_get_pages(0, 0, va, k64, &s.table, test::record_callback, &s) == 0);
   REQUIRE(w.driver.mem_free(100, va));
-  CHECK(reported(w.driver, "page table leaked"));
+  CHECK(s.calls == 1);
+  CHECK(w.driver.live_pins() == 0);
+  CHECK(w.bar1[0]->mapped_pages() == 0);
 }
 
-TEST_CASE("7.3: put_pages from inside the callback is refused and reported", "[nv-p2p][misuse]") {
+TEST_CASE("7.3 (R535 nv-p2p.c): put_pages from inside the callback returns 0 and is reported",
+          "[nv-p2p][misuse]") {
   p2p_world w;
   uint64_t va = w.alloc(k64);
   callback_state s = watched(w);
   s.try_put_pages = true;
   REQUIRE(nvidia_p2p_get_pages(0, 0, va, k64, &s.table, test::record_callback, &s) == 0);
   REQUIRE(w.driver.mem_free(100, va));
-  CHECK(s.put_pages_result == -EINVAL);
-  CHECK(reported(w.driver, "inside the free callback"));
+  CHECK(s.put_pages_result == 0);
+  CHECK(reported(w.driver, "inside its own free callback"));
   CHECK(w.bar1[0]->mapped_pages() == 0);  // torn down once, by the driver
+  CHECK(w.driver.counters().unpins == 0);
 }
 
-TEST_CASE("6.3: put_pages from another process is refused", "[nv-p2p][misuse]") {
+TEST_CASE("6.3: put_pages from another process without tokens releases nothing",
+          "[nv-p2p][misuse]") {
   p2p_world w;
   uint64_t va = w.alloc(k64);
   nvidia_p2p_page_table_t* t = nullptr;
@@ -90,43 +96,60 @@ TEST_CASE("6.3: put_pages from another process is refused", "[nv-p2p][misuse]") 
               0, 0, va, k64, &t, [](void*) {}, nullptr) == 0);
   {
     kernel::as_process other(200);
-    CHECK(nvidia_p2p_put_pages(0, 0, va, t) == -EPERM);
+    CHECK(nvidia_p2p_put_pages(0, 0, va, t) == 0);  // p2p.c looks in the caller's VA spaces
   }
   CHECK(reported(w.driver, "process 200"));
+  CHECK(w.driver.live_pins() == 1);
+  CHECK(w.bar1[0]->mapped_pages() == 1);
   CHECK(nvidia_p2p_put_pages(0, 0, va, t) == 0);
+  CHECK(w.driver.live_pins() == 0);
 }
 
-TEST_CASE("7.3: a double put and any use of a freed page table are refused", "[nv-p2p][misuse]") {
-  p2p_world w;
-  uint64_t va = w.alloc(k64);
-  nvidia_p2p_page_table_t* t = nullptr;
-  REQUIRE(nvidia_p2p_get_pages(
-              0, 0, va, k64, &t, [](void*) {}, nullptr) == 0);
-  REQUIRE(nvidia_p2p_put_pages(0, 0, va, t) == 0);
-  CHECK(nvidia_p2p_put_pages(0, 0, va, t) == -EINVAL);
-  CHECK(nvidia_p2p_free_page_table(t) == -EINVAL);
-  nvidia_p2p_dma_mapping_t* m = nullptr;
-  pci_dev nic{"nic0", 0x0400, nullptr};
-  CHECK(nvidia_p2p_dma_map_pages(&nic, t, &m) == -EINVAL);
-  CHECK(reported(w.driver, "already freed"));
-}
-
-TEST_CASE("5.3: put_pages after the callback revoked the mapping is refused", "[nv-p2p][misuse]") {
-  p2p_world w;
-  uint64_t va = w.alloc(k64);
-  callback_state s = watched(w);
-  REQUIRE(nvidia_p2p_get_pages(0, 0, va, k64, &s.table, test::record_callback, &s) == 0);
-  REQUIRE(w.driver.mem_free(100, va));
-  CHECK(nvidia_p2p_put_pages(0, 0, va, s.table) == -EINVAL);
-}
-
-TEST_CASE("5.3: free_page_table is for the callback: on a live mapping it is refused",
+TEST_CASE("4.2 (R535 nv-p2p.c): a double put returns 0 and a dead table maps nothing",
           "[nv-p2p][misuse]") {
   p2p_world w;
   uint64_t va = w.alloc(k64);
   nvidia_p2p_page_table_t* t = nullptr;
   REQUIRE(nvidia_p2p_get_pages(
               0, 0, va, k64, &t, [](void*) {}, nullptr) == 0);
-  CHECK(nvidia_p2p_free_page_table(t) == -EINVAL);
+  REQUIRE(nvidia_p2p_put_pages(0, 0, va, t) == 0);
+  CHECK(nvidia_p2p_put_pages(0, 0, va, t) == 0);
+  CHECK(reported(w.driver, "late"));
+  CHECK(nvidia_p2p_free_page_table(t) == 0);  // a no-op since R535
+  nvidia_p2p_dma_mapping_t* m = nullptr;
+  pci_dev nic{"nic0", 0x0400, nullptr};
+  CHECK(nvidia_p2p_dma_map_pages(&nic, t, &m) == -EINVAL);
+  CHECK(w.driver.counters().unpins == 1);
+  CHECK(w.bar1[0]->mapped_pages() == 0);
+}
+
+TEST_CASE("4.2 (R535 nv-p2p.c): put_pages after the callback revoked the mapping returns 0",
+          "[nv-p2p][misuse]") {
+  p2p_world w;
+  uint64_t va = w.alloc(k64);
+  callback_state s = watched(w);
+  REQUIRE(nvidia_p2p_get_pages(0, 0, va, k64, &s.table, test::record_callback, &s) == 0);
+  REQUIRE(w.driver.mem_free(100, va));
+  CHECK(nvidia_p2p_put_pages(0, 0, va, s.table) == 0);
+  CHECK(reported(w.driver, "late"));
+  CHECK(w.driver.counters().unpins == 0);
+}
+
+TEST_CASE("4.2 (R535 nv-p2p.c): put_pages(NULL) returns 0", "[nv-p2p][misuse]") {
+  p2p_world w;
+  CHECK(nvidia_p2p_put_pages(0, 0, 0, nullptr) == 0);
+  CHECK(nvidia_p2p_put_pages_persistent(0, nullptr, 0) == 0);
+}
+
+TEST_CASE("5.3: free_page_table outside the callback leaves a live mapping alone",
+          "[nv-p2p][misuse]") {
+  p2p_world w;
+  uint64_t va = w.alloc(k64);
+  nvidia_p2p_page_table_t* t = nullptr;
+  REQUIRE(nvidia_p2p_get_pages(
+              0, 0, va, k64, &t, [](void*) {}, nullptr) == 0);
+  CHECK(nvidia_p2p_free_page_table(t) == 0);  // a no-op since R535
+  CHECK(reported(w.driver, "outside a free callback"));
   CHECK(w.bar1[0]->mapped_pages() == 1);  // still pinned
+  CHECK(w.driver.live_pins() == 1);
 }

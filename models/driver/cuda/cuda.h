@@ -4,6 +4,7 @@
  * code written for the real header compiles against this one and runs against p2psim's model
  * of the NVIDIA driver. Each simulated process (kernel::current_pid()) has its own CUDA state.
  * Values were checked against the CUDA Driver API reference (see README.md in this folder).
+ * It compiles as C (C11 / gnu11) and as C++; only four enums' underlying type differs (below).
  */
 #ifndef P2PSIM_CUDA_H_
 #define P2PSIM_CUDA_H_
@@ -13,6 +14,19 @@
 /* The API level modelled: CUDA 12.2, where the persistent nv-p2p API appeared (guide 4.2) and
  * cuCtxCreate still has its classic (CUcontext*, flags, CUdevice) form. */
 #define CUDA_VERSION 12020
+
+/* The enums an application passes in (attributes, flush target and scope) may hold any int:
+ * the driver answers CUDA_ERROR_INVALID_VALUE to a value it does not know. In C that is
+ * well-defined: an enum holds every value of its integer type. In C++ an enum without a fixed
+ * underlying type holds only the values of the smallest bit-field that fits its enumerators
+ * (0-15 for CUpointer_attribute): loading 999 from one is undefined, and UBSan reports it. So
+ * these enums get `: int` in C++, a form C11 lacks. (Real cuda.h's `..._MAX = 0x7FFFFFFF`
+ * enumerators only fix an enum's size: in C++ they would leave negative values out of range.) */
+#ifdef __cplusplus
+#define P2PSIM_CU_ANY_INT : int
+#else
+#define P2PSIM_CU_ANY_INT
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,7 +62,7 @@ typedef enum cudaError_enum {
   CUDA_ERROR_UNKNOWN = 999
 } CUresult;
 
-typedef enum CUpointer_attribute_enum : int {  // fixed type: callers may pass any int, as in C
+typedef enum CUpointer_attribute_enum P2PSIM_CU_ANY_INT {
   CU_POINTER_ATTRIBUTE_CONTEXT = 1,                     /* CUcontext */
   CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,                 /* unsigned int (CUmemorytype) */
   CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3,              /* CUdeviceptr */
@@ -74,7 +88,7 @@ typedef enum CUmemorytype_enum {
 } CUmemorytype;
 
 /* The attributes cuDeviceGetAttribute answers; any other value is CUDA_ERROR_INVALID_VALUE. */
-typedef enum CUdevice_attribute_enum {
+typedef enum CUdevice_attribute_enum P2PSIM_CU_ANY_INT {
   CU_DEVICE_ATTRIBUTE_INTEGRATED = 18,
   CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
   CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83,
@@ -99,11 +113,11 @@ typedef enum CUGPUDirectRDMAWritesOrdering_enum {
 } CUGPUDirectRDMAWritesOrdering;
 
 /* cuFlushGPUDirectRDMAWrites' target and scope; a scope compares with the ordering values. */
-typedef enum CUflushGPUDirectRDMAWritesTarget_enum {
+typedef enum CUflushGPUDirectRDMAWritesTarget_enum P2PSIM_CU_ANY_INT {
   CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX = 0
 } CUflushGPUDirectRDMAWritesTarget;
 
-typedef enum CUflushGPUDirectRDMAWritesScope_enum {
+typedef enum CUflushGPUDirectRDMAWritesScope_enum P2PSIM_CU_ANY_INT {
   CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER = 100,
   CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES = 200
 } CUflushGPUDirectRDMAWritesScope;
@@ -183,5 +197,7 @@ CUresult cuStreamSynchronize(CUstream hStream);
 #ifdef __cplusplus
 }
 #endif
+
+#undef P2PSIM_CU_ANY_INT
 
 #endif /* P2PSIM_CUDA_H_ */

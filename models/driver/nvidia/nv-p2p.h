@@ -3,19 +3,30 @@
  * Module using GPUDirect RDMA" (13.3), 7.3 Kernel API, and its change log (4.2 persistent
  * API, 4.6 DMA mapping API and version macros). Driver code written for the real header
  * compiles against this one and runs against p2psim's model of the NVIDIA driver.
+ *
+ * A C header (gnu11, as a kernel module is built) that C++ can include too. The one difference:
+ * nvidia_p2p_dma_mapping's opaque member is `private` in C, as in the real header, and
+ * `private_data` in C++, where `private` is a keyword. `struct pci_dev` is only declared here;
+ * the models' definition is in models/driver/kernel/kernel.h (C++).
  */
 #ifndef P2PSIM_NV_P2P_H_
 #define P2PSIM_NV_P2P_H_
 
 #include <stdint.h>
 
-#include "models/driver/kernel/kernel.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pci_dev;
 
 /* Structure versions: major in the upper 16 bits, minor in the lower 16. */
 #define NVIDIA_P2P_MAJOR_VERSION_MASK 0xffff0000
 #define NVIDIA_P2P_MINOR_VERSION_MASK 0x0000ffff
 #define NVIDIA_P2P_MAJOR_VERSION(v) (((v)&NVIDIA_P2P_MAJOR_VERSION_MASK) >> 16)
 #define NVIDIA_P2P_MINOR_VERSION(v) ((v)&NVIDIA_P2P_MINOR_VERSION_MASK)
+#define NVIDIA_P2P_MAJOR_VERSION_MATCHES(p, v) \
+  (NVIDIA_P2P_MAJOR_VERSION((p)->version) == NVIDIA_P2P_MAJOR_VERSION(v))
 #define NVIDIA_P2P_VERSION_COMPATIBLE(p, v)                                 \
   (NVIDIA_P2P_MAJOR_VERSION((p)->version) == NVIDIA_P2P_MAJOR_VERSION(v) && \
    NVIDIA_P2P_MINOR_VERSION((p)->version) >= NVIDIA_P2P_MINOR_VERSION(v))
@@ -66,7 +77,11 @@ typedef struct nvidia_p2p_dma_mapping {
   enum nvidia_p2p_page_size_type page_size_type;
   uint32_t entries;
   uint64_t* dma_addresses;
-  void* private_data; /* "private" in the C header: a C++ keyword here */
+#ifdef __cplusplus
+  void* private_data; /* `private` is a keyword in C++ */
+#else
+  void* private; /* the real header's name */
+#endif
   struct pci_dev* pci_dev;
 } nvidia_p2p_dma_mapping_t;
 
@@ -99,5 +114,9 @@ int nvidia_p2p_dma_unmap_pages(struct pci_dev* peer, struct nvidia_p2p_page_tabl
                                struct nvidia_p2p_dma_mapping* dma_mapping);
 /* Frees a DMA mapping from inside the free callback. */
 int nvidia_p2p_free_dma_mapping(struct nvidia_p2p_dma_mapping* dma_mapping);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* P2PSIM_NV_P2P_H_ */

@@ -14,8 +14,8 @@ int nvidia_p2p_get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64_t v
 
 int nvidia_p2p_put_pages(uint64_t p2p_token, uint32_t va_space_token, uint64_t virtual_address,
                          struct nvidia_p2p_page_table* page_table) {
-  return nvidia_driver::instance().put_pages(p2p_token, va_space_token, virtual_address, page_table,
-                                             false);
+  return nvidia_driver::instance().put_pages(p2p_token, va_space_token, virtual_address,
+                                             page_table);
 }
 
 int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table* page_table) {
@@ -32,7 +32,7 @@ int nvidia_p2p_get_pages_persistent(uint64_t virtual_address, uint64_t length,
 int nvidia_p2p_put_pages_persistent(uint64_t virtual_address,
                                     struct nvidia_p2p_page_table* page_table, uint32_t flags) {
   if (flags != NVIDIA_P2P_FLAGS_DEFAULT) return -EINVAL;
-  return nvidia_driver::instance().put_pages(0, 0, virtual_address, page_table, true);
+  return nvidia_driver::instance().put_pages_persistent(virtual_address, page_table);
 }
 
 int nvidia_p2p_dma_map_pages(struct pci_dev* peer, struct nvidia_p2p_page_table* page_table,

@@ -16,15 +16,14 @@
 
 #include "models/driver/kernel/kernel.h"
 #include "models/driver/nvidia/nv-p2p.h"
+#include "models/driver/nvidia/va_space.h"
+#include "models/driver/nvidia/vram_frames.h"
 #include "models/gpu/bar1_page_table.h"
 #include "models/gpu/rdma_visibility.h"
 #include "models/memory/backing_store.h"
 
 namespace p2psim::nv {
 
-inline constexpr uint64_t gpu_page_bytes = 64 * 1024;   // GPU_BOUND_SIZE (guide 6.2)
-inline constexpr uint64_t uva_base = 0x2'0000'0000ull;  // the CUDA VA range (guide 7.1)
-inline constexpr uint64_t uva_limit = 1ull << 40;       // "within the first 40 bits"
 
 // What the driver manages on one GPU: the GPU model's own BAR1 page table and VRAM, and what
 // its kernels see of RDMA writes (guide 5.7), which CUDA synchronization and flushes change.
@@ -54,10 +53,14 @@ struct driver_event {
 };
 
 struct driver_counters {
-  uint64_t pins = 0, unpins = 0, persistent_pins = 0, callbacks = 0, refused = 0;
+  uint64_t pins = 0, unpins = 0, persistent_pins = 0, callbacks = 0;
+  uint64_t refused = 0;  // calls that returned an error
+  uint64_t misuse = 0;   // calls the real driver tolerates (returns 0) that were still wrong:
+                         // late or foreign put_pages, free_page_table outside a callback, ...
   uint64_t bar1_exhausted = 0;  // get_pages refused with -ENOMEM: no BAR1 pages left (5.5)
   uint64_t bar1_pages_peak = 0;
-  double pin_ns = 0;  // total simulated time spent pinning and unpinning
+  uint64_t events_dropped = 0;  // events beyond max_events, counted but not kept
+  double pin_ns = 0;            // total simulated time spent pinning and unpinning
 };
 
 class nvidia_driver {
@@ -111,11 +114,12 @@ class nvidia_driver {
   // VRAM offset and GPU of the byte at `va` in `pid`'s address space.
   std::optional<std::pair<int, uint64_t>> vram_of(kernel::pid_t pid, uint64_t va) const;
 
-  // ---- nv-p2p (nv-p2p.h forwards here) ----
+  // ---- nv-p2p (nv-p2p.h forwards here; docs/driver-model.md says what each returns) ----
   int get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64_t va, uint64_t length,
                 nvidia_p2p_page_table_t** table, void (*cb)(void*), void* data, bool persistent);
   int put_pages(uint64_t p2p_token, uint32_t va_space_token, uint64_t va,
-                nvidia_p2p_page_table_t* table, bool persistent);
+                nvidia_p2p_page_table_t* table);
+  int put_pages_persistent(uint64_t va, nvidia_p2p_page_table_t* table);
   int free_page_table(nvidia_p2p_page_table_t* table);
   int dma_map_pages(pci_dev* peer, nvidia_p2p_page_table_t* table,
                     nvidia_p2p_dma_mapping_t** mapping);
@@ -124,57 +128,65 @@ class nvidia_driver {
   int free_dma_mapping(nvidia_p2p_dma_mapping_t* mapping);
 
   // ---- what happened ----
+  static constexpr size_t max_events = 1000;  // kept; later ones only counted
   const driver_counters& counters() const { return m_counters; }
   const std::vector<driver_event>& events() const { return m_events; }
   uint64_t bar1_used_bytes(int gpu) const;  // the reserved region plus every mapped page
   // nvidia_p2p_get_pages calls on this GPU refused with -ENOMEM because BAR1 was full.
   uint64_t bar1_exhausted(int gpu) const { return m_gpus.at(gpu).bar1_exhausted; }
+  size_t live_pins() const { return m_pins.size(); }
   // Simulated time the calls since the last take cost (pinning is slow: guide 5.1).
   double take_elapsed_ns();
 
  private:
-  struct pin;
+  struct pin;  // pin.h
   struct gpu_state {
     gpu_resources res;
-    std::vector<bool> vram_used;                          // per 64 KiB page
-    std::map<uint64_t, std::pair<uint64_t, int>> shared;  // VRAM page -> (BAR1 page, refs)
+    vram_frames frames;
+    std::map<uint64_t, std::pair<uint64_t, int>> bar1_of;  // frame -> (BAR1 page, pins), when
+                                                           // pins share BAR1 pages (4.7)
     uint64_t bar1_exhausted = 0;
   };
-  struct va_page {  // one 64 KiB page of a process's UVA space
+  struct va_page {  // one 64 KiB page of a process's UVA space in use
+    int ctx = 0;    // a page holds memory of one context, so of one GPU
     int gpu = 0;
-    uint64_t vram_page = 0;
-    int allocations = 0;  // allocations touching it
-    int pins = 0;         // persistent pins holding it after its allocations went
+    uint64_t frame = 0;
+    int allocations = 0;         // live allocations touching it; 0: being freed
+    std::vector<uint64_t> pins;  // ids of the revocable pins that map it
   };
   struct process_state {
     std::map<uint64_t, allocation> allocations;  // by va
-    std::map<uint64_t, uint64_t> free_va;        // start -> size
-    std::map<uint64_t, va_page> pages;           // by VA page number
+    va_space va{uva_base, uva_limit};
+    std::map<uint64_t, va_page> pages;  // by VA page number
   };
 
   int refuse(int err, const std::string& what, const std::string& detail);
-  process_state& process(kernel::pid_t pid);
-  pin* live_pin(nvidia_p2p_page_table_t* t);
-  void free_allocation(kernel::pid_t pid, uint64_t va, const std::string& why);
-  void revoke(pin& p, const std::string& why);
-  void release_bar1(pin& p);
-  void release_va_page(process_state& ps, uint64_t page_number);
-  std::optional<uint64_t> take_va(process_state& ps, uint64_t size, uint64_t align);
-  void give_back_va(process_state& ps, uint64_t start, uint64_t len);
-  std::optional<uint64_t> take_vram_page(int gpu);
+  int tolerate(const std::string& what, const std::string& detail);  // returns 0
   void note(const std::string& what, const std::string& detail);
+  process_state& process(kernel::pid_t pid);
+  const context* context_of_tokens(uint64_t p2p_token, uint32_t va_space_token) const;
+  void free_allocation(kernel::pid_t pid, uint64_t va, const std::string& why);
+  // The pins the NVIDIA driver tracks, by the page table it handed out.
+  pin* live_pin(const nvidia_p2p_page_table_t* t) const;
+  bool recently_dead(const nvidia_p2p_page_table_t* t) const;
+  void revoke(uint64_t pin_id, const std::string& why);
+  void end_pin(pin& p);  // BAR1, I/O mappings, frames and indexes go; the table is dead
 
   driver_config m_config;
   uint64_t m_serial;
   std::vector<gpu_state> m_gpus;
   std::map<int, context> m_contexts;
+  std::map<std::pair<uint64_t, uint32_t>, int> m_tokens;  // of live contexts
   std::map<kernel::pid_t, process_state> m_processes;
-  std::vector<std::unique_ptr<pin>> m_pins;  // never erased: a freed pin stays as a tombstone,
-                                             // so its page table's address is never reused
+  std::map<uint64_t, std::unique_ptr<pin>> m_pins;                // live, by id
+  std::map<const nvidia_p2p_page_table_t*, uint64_t> m_pin_of;    // live, by table
+  std::deque<std::unique_ptr<pin>> m_quarantine;                  // the last dead pins
+  std::map<const nvidia_p2p_dma_mapping_t*, uint64_t> m_mapping_owner;  // live mappings
   std::mt19937_64 m_rng;
   int m_next_ctx = 1;
   uint32_t m_next_va_space = 1;
   uint64_t m_next_buffer_id = 1;
+  uint64_t m_next_pin = 1;
   driver_counters m_counters;
   std::vector<driver_event> m_events;
   double m_elapsed_ns = 0;

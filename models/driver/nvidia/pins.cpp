@@ -1,6 +1,10 @@
 // nv-p2p pinning in the NVIDIA driver model: get / put pages, the free callback, page-table
-// and DMA-mapping life cycles (GPUDirect RDMA 13.3, 5.1-5.6, 6.2-6.4, 7.3).
+// and DMA-mapping life cycles (GPUDirect RDMA 13.3, 4.2, 5.1-5.6, 6.2-6.4, 7.3). What each call
+// returns follows docs/driver-model.md: the R535+ driver tolerates late and foreign release
+// calls (returns 0), so the model records them as events instead of failing them.
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "models/driver/nvidia/nvidia_driver.h"
 #include "models/driver/nvidia/pin.h"
@@ -8,11 +12,18 @@
 
 namespace p2psim::nv {
 
-nvidia_driver::pin* nvidia_driver::live_pin(nvidia_p2p_page_table_t* t) {
-  for (auto& p : m_pins)
-    if (&p->table == t && (p->st == pin::state::live || p->st == pin::state::in_callback))
-      return p.get();
-  return nullptr;
+namespace {
+constexpr size_t quarantine_size = 4096;  // dead page tables kept so late calls are recognised
+}
+
+nvidia_driver::pin* nvidia_driver::live_pin(const nvidia_p2p_page_table_t* t) const {
+  auto it = m_pin_of.find(t);
+  return it == m_pin_of.end() ? nullptr : m_pins.at(it->second).get();
+}
+
+bool nvidia_driver::recently_dead(const nvidia_p2p_page_table_t* t) const {
+  return std::any_of(m_quarantine.begin(), m_quarantine.end(),
+                     [&](const auto& p) { return &p->table == t; });
 }
 
 int nvidia_driver::get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64_t va,
@@ -25,45 +36,46 @@ int nvidia_driver::get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
       return refuse(EINVAL, fn, "NULL free_callback: use nvidia_p2p_get_pages_persistent");
     persistent = true;
   }
-  if (length == 0) return refuse(EINVAL, fn, "length is 0");
   if (va % gpu_page_bytes || length % gpu_page_bytes)
     return refuse(
         EINVAL, fn,
         fmt::format("address 0x{:x} and length 0x{:x} must be 64 KiB aligned", va, length));
+  if (length == 0) return refuse(EINVAL, fn, "length is 0");
+  if (va + length < va)
+    return refuse(EINVAL, fn, fmt::format("0x{:x} + 0x{:x} wraps around 2^64", va, length));
 
-  // Whose address space: the tokens' (guide 5.6), else the calling process's.
+  // Whose address space: the tokens' context (guide 5.6), else the calling process's.
   kernel::pid_t pid = kernel::current_pid();
+  int ctx = 0;
   const bool tokens = !persistent && (p2p_token || va_space_token);
   if (tokens) {
-    const context* found = nullptr;
-    for (const auto& [id, c] : m_contexts)
-      if (c.alive && c.p2p_token == p2p_token && c.va_space_token == va_space_token) found = &c;
-    if (!found) return refuse(EINVAL, fn, "no VA space has these tokens");
-    pid = found->pid;
+    const context* c = context_of_tokens(p2p_token, va_space_token);
+    if (!c) return refuse(EINVAL, fn, "no live context has these tokens");
+    pid = c->pid;
+    ctx = c->id;
   }
+  // Every page must hold live memory of one context (and so of one GPU). Another process's
+  // memory is simply not in this address space: -EINVAL, as the real driver, which looks only
+  // at the calling process's VA spaces, answers (docs/driver-model.md).
   process_state& ps = process(pid);
-  int gpu = -1;
-  std::vector<uint64_t> vram;
-  for (uint64_t p = va / gpu_page_bytes; p < (va + length) / gpu_page_bytes; ++p) {
+  std::vector<va_page*> pages;
+  for (uint64_t p = va / gpu_page_bytes; p < va / gpu_page_bytes + length / gpu_page_bytes; ++p) {
     auto it = ps.pages.find(p);
-    if (it == ps.pages.end() || it->second.allocations == 0) {
-      // Without tokens only the owner may pin (guide 5.6): someone else's memory is -EPERM.
-      if (!tokens)
-        for (auto& [other, ops] : m_processes)
-          if (other != pid && ops.pages.count(p) && ops.pages.at(p).allocations)
-            return refuse(
-                EPERM, fn,
-                fmt::format("0x{:x} belongs to process {}, and no tokens were given", va, other));
-      return refuse(EINVAL, fn, fmt::format("0x{:x}+0x{:x} is not all GPU memory", va, length));
-    }
-    if (gpu >= 0 && it->second.gpu != gpu) return refuse(EINVAL, fn, "the range spans two GPUs");
-    gpu = it->second.gpu;
-    vram.push_back(it->second.vram_page);
+    if (it == ps.pages.end() || it->second.allocations == 0)
+      return refuse(EINVAL, fn,
+                    fmt::format("0x{:x}+0x{:x} is not all live GPU memory of process {}", va,
+                                length, pid));
+    if (ctx && it->second.ctx != ctx)
+      return refuse(EINVAL, fn, "the range is not all in the tokens' context");
+    if (!pages.empty() && it->second.ctx != pages.front()->ctx)
+      return refuse(EINVAL, fn, "the range spans two contexts");
+    pages.push_back(&it->second);
   }
-  gpu_state& gs = m_gpus[gpu];
+  const int g = pages.front()->gpu;
+  gpu_state& gs = m_gpus[g];
   // BAR1 space in 64 KiB pages; all or nothing (-ENOMEM leaves no partial mapping).
   uint64_t needed = 0;
-  for (uint64_t v : vram) needed += !(m_config.share_bar1 && gs.shared.count(v));
+  for (const va_page* p : pages) needed += !(m_config.share_bar1 && gs.bar1_of.count(p->frame));
   if (needed > gs.res.bar1->free_pages()) {
     ++gs.bar1_exhausted;
     ++m_counters.bar1_exhausted;
@@ -73,141 +85,167 @@ int nvidia_driver::get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
   }
 
   auto p = std::make_unique<pin>();
+  p->id = m_next_pin++;
   p->caller = kernel::current_pid();
   p->memory_pid = pid;
-  p->p2p_token = p2p_token;
-  p->va_space_token = va_space_token;
-  p->gpu = gpu;
+  p->ctx = pages.front()->ctx;
+  p->gpu = g;
   p->va = va;
   p->length = length;
   p->persistent = persistent;
   p->callback = cb;
   p->data = data;
   p->uuid = gs.res.uuid;
-  p->vram_pages = vram;
-  for (uint64_t v : vram) {
+  for (va_page* page : pages) {
+    const uint64_t f = page->frame;
     uint64_t b;
-    if (m_config.share_bar1 && gs.shared.count(v)) {
-      b = gs.shared[v].first;
-      ++gs.shared[v].second;
+    if (m_config.share_bar1 && gs.bar1_of.count(f)) {
+      b = gs.bar1_of[f].first;
+      ++gs.bar1_of[f].second;
     } else {
       b = *gs.res.bar1->find_free(1);
-      gs.res.bar1->map(b, 1, v * gpu_page_bytes);
-      if (m_config.share_bar1) gs.shared[v] = {b, 1};
+      gs.res.bar1->map(b, 1, f * gpu_page_bytes);
+      if (m_config.share_bar1) gs.bar1_of[f] = {b, 1};
     }
+    gs.frames.hold(f);
+    if (!persistent) page->pins.push_back(p->id);
+    p->frames.push_back(f);
     p->bar1_pages.push_back(b);
   }
-  p->pages.resize(vram.size());
-  for (size_t i = 0; i < vram.size(); ++i) {
+  p->pages.resize(pages.size());
+  for (size_t i = 0; i < pages.size(); ++i) {
     p->pages[i].physical_address = gs.res.bar1_bus_base + p->bar1_pages[i] * gpu_page_bytes;
     p->page_ptrs.push_back(&p->pages[i]);
   }
   p->table.version = NVIDIA_P2P_PAGE_TABLE_VERSION;
   p->table.page_size = NVIDIA_P2P_PAGE_SIZE_64KB;
   p->table.pages = p->page_ptrs.data();
-  p->table.entries = uint32_t(vram.size());
+  p->table.entries = uint32_t(pages.size());
   p->table.gpu_uuid = p->uuid.data();
-  if (persistent)
-    for (uint64_t q = va / gpu_page_bytes; q < (va + length) / gpu_page_bytes; ++q)
-      ++ps.pages[q].pins;
   *table = &p->table;
-  m_pins.push_back(std::move(p));
+  m_pin_of[&p->table] = p->id;
+  m_pins[p->id] = std::move(p);
 
   ++m_counters.pins;
   if (persistent) ++m_counters.persistent_pins;
-  double cost = m_config.pin_base_ns + m_config.pin_page_ns * double(vram.size());
+  double cost = m_config.pin_base_ns + m_config.pin_page_ns * double(pages.size());
   m_counters.pin_ns += cost;
   m_elapsed_ns += cost;
   m_counters.bar1_pages_peak = std::max(m_counters.bar1_pages_peak, gs.res.bar1->mapped_pages());
   return 0;
 }
 
-void nvidia_driver::release_bar1(pin& p) {
+// Unmaps what the pin mapped, lets go of its frames, drops it from the indexes and keeps its
+// memory in quarantine: the table pointer is dead from here on.
+void nvidia_driver::end_pin(pin& p) {
   gpu_state& gs = m_gpus[p.gpu];
-  for (size_t i = 0; i < p.bar1_pages.size(); ++i) {
-    if (m_config.share_bar1) {
-      auto& [b, refs] = gs.shared.at(p.vram_pages[i]);
-      if (--refs > 0) continue;  // still shared with another pin: stays mapped (guide 4.7)
-      gs.shared.erase(p.vram_pages[i]);
-    }
-    gs.res.bar1->unmap(p.bar1_pages[i], 1);
-  }
-  for (auto& m : p.mappings)
-    if (m->translated && !m->released && m->peer && m->peer->iommu)
+  for (auto& m : p.mappings) {
+    if (m->translated && m->peer && m->peer->iommu)
       for (uint64_t a : m->addresses) m->peer->iommu->unmap(a, gpu_page_bytes);
+    m_mapping_owner.erase(&m->mapping);
+  }
+  process_state& ps = process(p.memory_pid);
+  for (size_t i = 0; i < p.frames.size(); ++i) {
+    const uint64_t f = p.frames[i];
+    bool unmap = true;
+    if (m_config.share_bar1) {
+      auto& [b, refs] = gs.bar1_of.at(f);
+      unmap = --refs == 0;  // still shared with another pin: stays mapped (guide 4.7)
+      if (unmap) gs.bar1_of.erase(f);
+    }
+    if (unmap) gs.res.bar1->unmap(p.bar1_pages[i], 1);
+    if (!p.persistent) {
+      auto page = ps.pages.find(p.va / gpu_page_bytes + i);
+      if (page != ps.pages.end()) std::erase(page->second.pins, p.id);
+    }
+    gs.frames.let_go(f);
+  }
+  m_pin_of.erase(&p.table);
+  auto it = m_pins.find(p.id);
+  m_quarantine.push_back(std::move(it->second));
+  m_pins.erase(it);
+  if (m_quarantine.size() > quarantine_size) m_quarantine.pop_front();
+}
+
+void nvidia_driver::revoke(uint64_t id, const std::string& why) {
+  auto it = m_pins.find(id);
+  if (it == m_pins.end() || it->second->st != pin::state::live) return;  // went meanwhile
+  pin& p = *it->second;
+  ++m_counters.callbacks;
+  note("free callback", fmt::format("{}: pin 0x{:x}+0x{:x}", why, p.va, p.length));
+  p.st = pin::state::in_callback;
+  p.callback(p.data);  // synchronous (guide 5.3); the freeing process stays current
+  // Only now, after the callback returned, is the mapping torn down (guide 5.3), and the
+  // driver frees the page table and its DMA mappings itself (nv-p2p.c, R535+).
+  end_pin(p);
 }
 
 int nvidia_driver::put_pages(uint64_t p2p_token, uint32_t va_space_token, uint64_t va,
-                             nvidia_p2p_page_table_t* table, bool persistent) {
-  const char* fn = persistent ? "nvidia_p2p_put_pages_persistent" : "nvidia_p2p_put_pages";
+                             nvidia_p2p_page_table_t* table) {
+  const char* fn = "nvidia_p2p_put_pages";
+  if (!table) return 0;
   pin* p = live_pin(table);
   if (!p)
-    return refuse(EINVAL, fn,
-                  table ? "use of a page table that was already freed or never "
-                          "came from nvidia_p2p_get_pages"
-                        : "page_table is NULL");
-  if (p->persistent != persistent)
-    return refuse(EINVAL, fn, persistent ? "not a persistent mapping" : "a persistent mapping");
+    return tolerate(fn, recently_dead(table)
+                            ? "late: the pin was already revoked or released (returns 0, 4.2)"
+                            : "not a page table from nvidia_p2p_get_pages (returns 0)");
+  if (p->persistent)
+    return tolerate(fn, "a persistent page table: nothing released; use "
+                        "nvidia_p2p_put_pages_persistent");
   if (p->st == pin::state::in_callback)
-    return refuse(EINVAL, fn,
-                  "called from inside the free callback: the callback must call "
-                  "nvidia_p2p_free_page_table (guide 5.3)");
-  if (!persistent && kernel::current_pid() != p->caller)
-    return refuse(EPERM, fn,
-                  fmt::format("process {} releases a pin made by process {} (guide 6.3)",
-                              kernel::current_pid(), p->caller));
-  if (va != p->va) return refuse(EINVAL, fn, "virtual_address differs from the pinned one");
-  if (!persistent && (p2p_token != p->p2p_token || va_space_token != p->va_space_token))
-    return refuse(EINVAL, fn, "tokens differ from the ones used to pin");
-  release_bar1(*p);
-  p->st = pin::state::released;
-  p->table_freed = true;
-  if (persistent) {
-    process_state& ps = process(p->memory_pid);
-    for (uint64_t q = p->va / gpu_page_bytes; q < (p->va + p->length) / gpu_page_bytes; ++q) {
-      --ps.pages[q].pins;
-      release_va_page(ps, q);
-    }
+    return tolerate(fn, "inside its own free callback: already being torn down; the callback "
+                        "must call nvidia_p2p_free_page_table (guide 5.3)");
+  // The driver looks the table up in the tokens' VA space, or the calling process's.
+  if (p2p_token || va_space_token) {
+    const context* c = context_of_tokens(p2p_token, va_space_token);
+    if (!c || c->id != p->ctx)
+      return tolerate(fn, "tokens of no live context holding this pin: nothing released");
+  } else if (kernel::current_pid() != p->memory_pid) {
+    return tolerate(fn, fmt::format("process {} releases a pin of process {}'s memory without "
+                                    "tokens: nothing released (guide 6.3)",
+                                    kernel::current_pid(), p->memory_pid));
   }
+  if (va != p->va)
+    tolerate(fn, fmt::format("virtual_address 0x{:x} differs from the pinned 0x{:x} (released "
+                             "anyway: the table is the key)",
+                             va, p->va));
+  end_pin(*p);
   ++m_counters.unpins;
   m_counters.pin_ns += m_config.unpin_base_ns;
   m_elapsed_ns += m_config.unpin_base_ns;
   return 0;
 }
 
-void nvidia_driver::revoke(pin& p, const std::string& why) {
-  ++m_counters.callbacks;
-  note("free callback", fmt::format("{} of 0x{:x}+0x{:x}", why, p.va, p.length));
-  p.st = pin::state::in_callback;
-  p.callback(p.data);  // synchronous (guide 5.3); the caller's process stays current
-  if (!p.table_freed)
-    note("page table leaked", "the free callback returned without nvidia_p2p_free_page_table");
-  for (auto& m : p.mappings)
-    if (!m->released) note("DMA mapping leaked", "the free callback did not free a DMA mapping");
-  // Only now, after the callback returned, is the mapping torn down (guide 5.3).
-  release_bar1(p);
-  p.st = pin::state::revoked;
+int nvidia_driver::put_pages_persistent(uint64_t va, nvidia_p2p_page_table_t* table) {
+  const char* fn = "nvidia_p2p_put_pages_persistent";
+  if (!table) return 0;
+  pin* p = live_pin(table);
+  if (!p || !p->persistent)
+    return refuse(EINVAL, fn,
+                  p ? "not a persistent page table"
+                    : "not a live page table (the real driver would dereference it)");
+  if (va != p->va)
+    tolerate(fn, fmt::format("virtual_address 0x{:x} differs from the pinned 0x{:x}", va, p->va));
+  end_pin(*p);
+  ++m_counters.unpins;
+  m_counters.pin_ns += m_config.unpin_base_ns;
+  m_elapsed_ns += m_config.unpin_base_ns;
+  return 0;
 }
 
+// A no-op since R535 (nv-p2p.c): the driver frees the table after the callback returns.
 int nvidia_driver::free_page_table(nvidia_p2p_page_table_t* table) {
-  const char* fn = "nvidia_p2p_free_page_table";
-  for (auto& p : m_pins) {
-    if (&p->table != table) continue;
-    if (p->table_freed) return refuse(EINVAL, fn, "page table freed twice");
-    if (p->st == pin::state::live)
-      return refuse(EINVAL, fn,
-                    "the mapping is live: use nvidia_p2p_put_pages (only the free "
-                    "callback frees the table)");
-    p->table_freed = true;
-    return 0;
-  }
-  return refuse(EINVAL, fn, table ? "not a page table from nvidia_p2p_get_pages" : "NULL");
+  const pin* p = table ? live_pin(table) : nullptr;
+  if (p && p->st == pin::state::live)
+    tolerate("nvidia_p2p_free_page_table",
+             "outside a free callback: the mapping stays; use nvidia_p2p_put_pages");
+  return 0;
 }
 
 int nvidia_driver::dma_map_pages(pci_dev* peer, nvidia_p2p_page_table_t* table,
                                  nvidia_p2p_dma_mapping_t** mapping) {
   const char* fn = "nvidia_p2p_dma_map_pages";
-  if (!peer || !mapping) return refuse(EINVAL, fn, "peer or dma_mapping is NULL");
+  if (!peer || !table || !mapping) return refuse(EINVAL, fn, "peer, table or dma_mapping is NULL");
   pin* p = live_pin(table);
   if (!p || p->st != pin::state::live) return refuse(EINVAL, fn, "not a live page table");
   auto m = std::make_unique<dma_mapping_record>();
@@ -231,6 +269,7 @@ int nvidia_driver::dma_map_pages(pci_dev* peer, nvidia_p2p_page_table_t* table,
   m->mapping.dma_addresses = m->addresses.data();
   m->mapping.pci_dev = peer;
   *mapping = &m->mapping;
+  m_mapping_owner[&m->mapping] = p->id;
   p->mappings.push_back(std::move(m));
   return 0;
 }
@@ -238,39 +277,33 @@ int nvidia_driver::dma_map_pages(pci_dev* peer, nvidia_p2p_page_table_t* table,
 int nvidia_driver::dma_unmap_pages(pci_dev* peer, nvidia_p2p_page_table_t* table,
                                    nvidia_p2p_dma_mapping_t* mapping) {
   const char* fn = "nvidia_p2p_dma_unmap_pages";
+  if (!peer || !table || !mapping) return refuse(EINVAL, fn, "peer, table or dma_mapping is NULL");
   pin* p = live_pin(table);
-  if (!p) return refuse(EINVAL, fn, "not a live page table");
+  if (!p) return tolerate(fn, "late: the page table was revoked or released (returns 0)");
   if (p->st == pin::state::in_callback)
-    return refuse(EINVAL, fn,
-                  "called from inside the free callback: use "
-                  "nvidia_p2p_free_dma_mapping (guide 7.3)");
-  for (auto& m : p->mappings) {
-    if (&m->mapping != mapping) continue;
-    if (m->released || m->peer != peer) break;
-    if (m->translated)
-      for (uint64_t a : m->addresses) peer->iommu->unmap(a, gpu_page_bytes);
-    m->released = true;
-    return 0;
-  }
-  return refuse(EINVAL, fn, "not a live DMA mapping of this page table and peer");
+    return tolerate(fn, "inside the free callback: the driver unmaps after it returns");
+  auto it = std::find_if(p->mappings.begin(), p->mappings.end(),
+                         [&](const auto& m) { return &m->mapping == mapping; });
+  if (it == p->mappings.end())
+    return tolerate(fn, "not a DMA mapping of this page table (already unmapped?)");
+  dma_mapping_record& m = **it;
+  if (m.peer != peer)
+    tolerate(fn, fmt::format("mapped for {}, unmapped for {} (unmapped anyway)", m.peer->name,
+                             peer->name));
+  if (m.translated)
+    for (uint64_t a : m.addresses) m.peer->iommu->unmap(a, gpu_page_bytes);
+  m_mapping_owner.erase(mapping);
+  p->mappings.erase(it);
+  return 0;
 }
 
+// A no-op since R535 (nv-p2p.c): the driver frees the mappings after the callback returns.
 int nvidia_driver::free_dma_mapping(nvidia_p2p_dma_mapping_t* mapping) {
-  const char* fn = "nvidia_p2p_free_dma_mapping";
-  for (auto& p : m_pins)
-    for (auto& m : p->mappings) {
-      if (&m->mapping != mapping) continue;
-      if (m->released) return refuse(EINVAL, fn, "DMA mapping freed twice");
-      if (p->st != pin::state::in_callback)
-        return refuse(EINVAL, fn,
-                      "only from the free callback; otherwise use "
-                      "nvidia_p2p_dma_unmap_pages");
-      if (m->translated)  // the I/O mappings go now (the real driver may defer it)
-        for (uint64_t a : m->addresses) m->peer->iommu->unmap(a, gpu_page_bytes);
-      m->released = true;
-      return 0;
-    }
-  return refuse(EINVAL, fn, "not a DMA mapping from nvidia_p2p_dma_map_pages");
+  auto it = mapping ? m_mapping_owner.find(mapping) : m_mapping_owner.end();
+  if (it != m_mapping_owner.end() && m_pins.at(it->second)->st == pin::state::live)
+    tolerate("nvidia_p2p_free_dma_mapping",
+             "outside a free callback: the mapping stays; use nvidia_p2p_dma_unmap_pages");
+  return 0;
 }
 
 }  // namespace p2psim::nv

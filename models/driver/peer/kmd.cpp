@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "models/driver/kernel/kernel.h"
+
 namespace p2psim::peer {
 
 kmd::kmd(pci_dev* device, bool use_dma_map) : m_device(device), m_use_dma_map(use_dma_map) {
@@ -16,6 +18,10 @@ kmd::~kmd() = default;
 
 int kmd::pin(uint64_t address, uint64_t size, kmd_region** out) {
   if (!size || !out) return -EINVAL;
+  // The range rounded out to 64 KiB must not wrap around 2^64 (the guide's sample would
+  // compute a wrapped pin_size and pin something else).
+  if (size > ~uint64_t(0) - address || address + size > ~uint64_t(0) - gpu_bound_offset)
+    return -EINVAL;
   // do proper alignment, as required by the NVIDIA kernel driver (guide 6.2)
   uint64_t virt_start = address & gpu_bound_mask;
   uint64_t pin_size = (address + size - virt_start + gpu_bound_size - 1) & gpu_bound_mask;
@@ -24,6 +30,7 @@ int kmd::pin(uint64_t address, uint64_t size, kmd_region** out) {
   r->size = pin_size;
   r->requested = size;
   r->owner = this;
+  r->pid = kernel::current_pid();
   int ret =
       nvidia_p2p_get_pages(0, 0, virt_start, pin_size, &r->page_table, free_callback, r.get());
   if (ret == 0 && m_use_dma_map) {
@@ -42,6 +49,10 @@ int kmd::pin(uint64_t address, uint64_t size, kmd_region** out) {
 
 int kmd::unpin(kmd_region* r) {
   if (!r || r->invalidated) return -EINVAL;
+  // A region belongs to the process that pinned it (its open file of the device): another
+  // process's unpin would reach nvidia_p2p_put_pages from the wrong process, which releases
+  // nothing (guide 6.3), and forget a region that is still pinned.
+  if (r->pid != kernel::current_pid()) return -EINVAL;
   if (r->dma_mapping) nvidia_p2p_dma_unmap_pages(m_device, r->page_table, r->dma_mapping);
   int ret = nvidia_p2p_put_pages(0, 0, r->va, r->page_table);
   if (ret == 0) {
@@ -54,7 +65,8 @@ int kmd::unpin(kmd_region* r) {
 
 int kmd::dma_segments(const kmd_region& r, uint64_t address, uint64_t length, uint64_t local_offset,
                       std::vector<bus_segment>& out) const {
-  if (r.invalidated || address < r.va || address + length > r.va + r.size || !length)
+  if (r.invalidated || !length || address < r.va || address - r.va > r.size ||
+      length > r.size - (address - r.va))
     return -EINVAL;
   const uint64_t page = gpu_bound_size;  // the page table's 64 KiB pages
   uint64_t a = address, end = address + length;

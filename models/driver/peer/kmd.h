@@ -37,6 +37,7 @@ struct kmd_region {
   int in_flight = 0;         // DMAs that use the region right now
   bool invalidated = false;  // the free callback ran: the pages are gone
   kmd* owner = nullptr;
+  int pid = 0;  // the process that pinned it: only it unpins it
 };
 
 struct kmd_stats {

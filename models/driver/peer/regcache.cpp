@@ -35,9 +35,9 @@ bool regcache::evict_one() {
 }
 
 int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
-  if (!out || !size) return -EINVAL;
+  if (!out || !size || size > ~uint64_t(0) - address) return -EINVAL;
   for (auto it = m_entries.begin(); it != m_entries.end(); ++it) {
-    if (address < it->pointer || address + size > it->pointer + it->size) continue;
+    if (address < it->pointer || address - it->pointer + size > it->size) continue;
     if (!still_valid(*it)) {  // freed or reallocated since: invalidate, then re-pin (6.5)
       ++m_stats.tag_invalidations;
       if (it->users == 0) drop(it, true);  // (a revoked region is not unpinned again)
@@ -56,7 +56,7 @@ int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
   CUdeviceptr base = 0;
   size_t bytes = 0;
   if (cuMemGetAddressRange(&base, &bytes, address) != CUDA_SUCCESS) return -EINVAL;
-  if (address + size > base + bytes) return -EINVAL;
+  if (address - base + size > bytes) return -EINVAL;  // not all in one allocation
   if (!m_params.enabled) {
     base = address;
     bytes = size;

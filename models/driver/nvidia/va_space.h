@@ -1,0 +1,35 @@
+// One process's unified virtual address range as the CUDA allocator hands it out: a free list
+// of byte ranges, first fit from the lowest address, so a freed range is reused by the next
+// allocation that fits (guide 5.6's example). Which 64 KiB pages a new allocation may touch is
+// the caller's decision (a page of another context, or one a pin holds, is not usable). Pure
+// logic.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+
+namespace p2psim::nv {
+
+inline constexpr uint64_t gpu_page_bytes = 64 * 1024;   // GPU_BOUND_SIZE (guide 6.2)
+inline constexpr uint64_t uva_base = 0x2'0000'0000ull;  // the CUDA VA range (guide 7.1)
+inline constexpr uint64_t uva_limit = 1ull << 40;       // "within the first 40 bits"
+
+class va_space {
+ public:
+  va_space(uint64_t base, uint64_t limit) { m_free[base] = limit - base; }
+
+  // The lowest `size` bytes starting on a multiple of `align` (a power of two) whose first and
+  // last 64 KiB pages `usable` accepts, now taken; nullopt if there is none. Pages strictly
+  // inside a free range belong to no one, so only the two end pages are asked about.
+  std::optional<uint64_t> take(uint64_t size, uint64_t align,
+                               const std::function<bool(uint64_t page)>& usable);
+  // Returns a taken range, merged with its free neighbours.
+  void give_back(uint64_t start, uint64_t size);
+
+ private:
+  std::map<uint64_t, uint64_t> m_free;  // start -> size
+};
+
+}  // namespace p2psim::nv
