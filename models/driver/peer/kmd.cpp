@@ -31,6 +31,7 @@ int kmd::pin(uint64_t address, uint64_t size, kmd_region** out) {
   r->requested = size;
   r->owner = this;
   r->pid = kernel::current_pid();
+  r->id = m_next_id++;
   int ret =
       nvidia_p2p_get_pages(0, 0, virt_start, pin_size, &r->page_table, free_callback, r.get());
   if (ret == 0 && m_use_dma_map) {
@@ -48,19 +49,32 @@ int kmd::pin(uint64_t address, uint64_t size, kmd_region** out) {
 }
 
 int kmd::unpin(kmd_region* r) {
-  if (!r || r->invalidated) return -EINVAL;
+  // The pointer is only compared until it is known to be one of ours: a stale one must not be
+  // read.
+  auto it =
+      std::find_if(m_regions.begin(), m_regions.end(), [&](const auto& p) { return p.get() == r; });
+  if (it == m_regions.end()) return -EINVAL;
   // A region belongs to the process that pinned it (its open file of the device): another
   // process's unpin would reach nvidia_p2p_put_pages from the wrong process, which releases
   // nothing (guide 6.3), and forget a region that is still pinned.
   if (r->pid != kernel::current_pid()) return -EINVAL;
+  if (r->invalidated) {  // revoked: nothing to release, the NVIDIA driver freed it all (6.4)
+    m_regions.erase(it);
+    return -EINVAL;
+  }
   if (r->dma_mapping) nvidia_p2p_dma_unmap_pages(m_device, r->page_table, r->dma_mapping);
   int ret = nvidia_p2p_put_pages(0, 0, r->va, r->page_table);
   if (ret == 0) {
     ++m_stats.unpins;
-    m_regions.erase(std::find_if(m_regions.begin(), m_regions.end(),
-                                 [&](const auto& p) { return p.get() == r; }));
+    m_regions.erase(it);
   }
   return ret;
+}
+
+kmd_region* kmd::find(uint64_t id) const {
+  for (const auto& r : m_regions)
+    if (r->id == id) return r.get();
+  return nullptr;
 }
 
 int kmd::dma_segments(const kmd_region& r, uint64_t address, uint64_t length, uint64_t local_offset,

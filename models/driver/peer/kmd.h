@@ -37,7 +37,8 @@ struct kmd_region {
   int in_flight = 0;         // DMAs that use the region right now
   bool invalidated = false;  // the free callback ran: the pages are gone
   kmd* owner = nullptr;
-  int pid = 0;  // the process that pinned it: only it unpins it
+  int pid = 0;      // the process that pinned it: only it unpins it
+  uint64_t id = 0;  // unique for the kernel driver's life: a handle user space can keep
 };
 
 struct kmd_stats {
@@ -54,9 +55,12 @@ class kmd {
   // The guide's kmd_pin_memory: rounds [address, address + size) out to 64 KiB and pins it.
   // 0 or the -errno of nvidia_p2p_get_pages / _dma_map_pages; -EINVAL for size 0.
   int pin(uint64_t address, uint64_t size, kmd_region** out);
-  // The guide's unpin_memory (6.3); -EINVAL if the region was revoked meanwhile (its page
-  // table is already gone and must not be used).
+  // The guide's unpin_memory (6.3). -EINVAL for a region that is not (or no longer) this
+  // driver's, or another process's; -EINVAL too if it was revoked meanwhile (its page table is
+  // already gone and must not be used), and the region is forgotten.
   int unpin(kmd_region* r);
+  // The live region with this id, or nullptr (unpinned since, or never).
+  kmd_region* find(uint64_t id) const;
   // Descriptors for [address, address + length) of a pinned region, one per contiguous run
   // of bus addresses; -EINVAL outside the region or after revocation.
   int dma_segments(const kmd_region& r, uint64_t address, uint64_t length, uint64_t local_offset,
@@ -78,6 +82,7 @@ class kmd {
   pci_dev* m_device;
   bool m_use_dma_map;
   std::vector<std::unique_ptr<kmd_region>> m_regions;
+  uint64_t m_next_id = 1;
   std::function<void(kmd_region&)> m_wait;
   kmd_stats m_stats;
 };

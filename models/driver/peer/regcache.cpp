@@ -12,6 +12,10 @@ regcache::regcache(kmd& k, const regcache_params& p) : m_kmd(k), m_params(p) {}
 // up-call when the kernel driver's free callback revokes a region: the buffer ID is how it
 // finds out. Without the check a stale entry is served, and the DMA programmed from it fails.
 bool regcache::still_valid(const entry& e) const {
+  // Unpinned behind the cache's back (its handle is closed: the kernel driver would refuse
+  // it). Whether it was revoked the cache cannot see from user space: that is what the tag
+  // check is for.
+  if (!m_kmd.find(e.region_id)) return false;
   if (!m_params.tag_check) return true;
   uint64_t id = 0;
   CUresult rc = cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, e.pointer);
@@ -19,8 +23,9 @@ bool regcache::still_valid(const entry& e) const {
 }
 
 void regcache::drop(std::list<entry>::iterator it, bool unpin) {
-  m_stats.pinned_bytes -= it->region->size;
-  if (unpin && !it->region->invalidated) m_kmd.unpin(it->region);
+  m_stats.pinned_bytes -= it->size_pinned;
+  // A revoked region is not unpinned again, only forgotten (kmd::unpin returns -EINVAL).
+  if (kmd_region* r = m_kmd.find(it->region_id); r && (unpin || r->invalidated)) m_kmd.unpin(r);
   m_entries.erase(it);
 }
 
@@ -40,7 +45,7 @@ int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
     if (address < it->pointer || address - it->pointer + size > it->size) continue;
     if (!still_valid(*it)) {  // freed or reallocated since: invalidate, then re-pin (6.5)
       ++m_stats.tag_invalidations;
-      if (it->users == 0) drop(it, true);  // (a revoked region is not unpinned again)
+      if (it->users == 0) drop(it, true);
       break;
     }
     ++m_stats.hits;
@@ -79,6 +84,8 @@ int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
   e.pointer = base;
   e.size = bytes;
   e.region = r;
+  e.region_id = r->id;
+  e.size_pinned = r->size;
   e.users = 1;
   cuPointerGetAttribute(&e.buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, base);
   m_entries.push_front(e);

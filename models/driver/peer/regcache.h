@@ -53,7 +53,9 @@ class regcache {
   struct entry {
     uint64_t pointer = 0, size = 0;  // the allocation (cuMemGetAddressRange)
     uint64_t buffer_id = 0;          // taken right after pinning (6.5)
-    kmd_region* region = nullptr;
+    kmd_region* region = nullptr;    // valid while the kernel driver still has `region_id`
+    uint64_t region_id = 0;
+    uint64_t size_pinned = 0;  // the region's 64 KiB-rounded size
     int users = 0;
   };
   bool still_valid(const entry& e) const;

@@ -1,0 +1,69 @@
+// The calls the driver property test makes, as plain data: RapidCheck generates and shrinks
+// sequences of them, the libFuzzer target decodes them from bytes, and the harness runs each
+// against p2psim's driver models and the reference model. Targets (contexts, allocations,
+// pins, mappings, regions) are picked by index modulo what exists when the command runs, so
+// every sequence, however shrunk or mutated, is meaningful.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace p2psim::driver_ref {
+
+enum class op : uint8_t {
+  ctx_create,       // cuCtxCreate(proc, gpu = a)
+  ctx_destroy,      // cuCtxDestroy(context a), by proc (maybe not its owner)
+  ctx_set_current,  // cuCtxSetCurrent(context a)
+  mem_alloc,        // cuMemAlloc(size decoded from variant, b, c)
+  mem_free,         // cuMemFree(allocation a; variant: base, interior, past the end, NULL)
+  process_exit,     // the process exits; its slot gets a new process
+  get_attribute,    // cuPointerGetAttribute(variant's attribute, pointer from allocation a)
+  get_attributes,   // cuPointerGetAttributes(BUFFER_ID, SYNC_MEMOPS, RANGE_SIZE, ordinal)
+  set_sync_memops,  // cuPointerSetAttribute(SYNC_MEMOPS = b & 1)
+  memcpy_htod,      // cuMemcpyHtoD: a pattern into allocation a at b, c bytes
+  memcpy_dtoh,      // cuMemcpyDtoH: read it back, compared with what was written
+  get_pages,        // nvidia_p2p_get_pages(tokens: variant; range from a, b, c; callback: action)
+  get_pages_persistent,
+  put_pages,             // nvidia_p2p_put_pages(pin a; variant: tokens, va, NULL)
+  put_pages_persistent,  // nvidia_p2p_put_pages_persistent(pin a; variant: flags, NULL)
+  free_page_table,       // nvidia_p2p_free_page_table(pin a)
+  dma_map,               // nvidia_p2p_dma_map_pages(peer: variant, pin a)
+  dma_unmap,             // nvidia_p2p_dma_unmap_pages(mapping a; variant: peer, NULLs)
+  free_dma_mapping,      // nvidia_p2p_free_dma_mapping(mapping a)
+  peer_write,            // the peer writes through pin / mapping / region a's bus addresses
+  peer_read,             // ... and reads
+  kmd_pin,               // the peer's kernel driver pins allocation a's [b, b + c)
+  kmd_unpin,             // ... unpins region a
+  regcache_acquire,      // the process's registration cache: [b, b + c) of allocation a
+  regcache_release,      // ... done with acquired region a
+  count
+};
+
+// What a free callback does besides being counted (it runs inside cuMemFree, cuCtxDestroy or
+// the exit: guide 5.3), including calls back into the nv-p2p API.
+enum class callback_action : uint8_t {
+  free_table,       // nvidia_p2p_free_page_table, as the guide's sample (6.4)
+  nothing,          // returns at once
+  put_self,         // nvidia_p2p_put_pages on its own table (wrong, tolerated since R535)
+  get_pages_same,   // pins its own range again: pages being freed cannot be pinned
+  get_pages_other,  // pins another live allocation of the freeing process
+  put_other,        // releases another pin of the freeing process's memory
+  count
+};
+
+struct command {
+  op what = op::ctx_create;
+  uint8_t proc = 0;     // process slot
+  uint8_t variant = 0;  // the op's sub-choice
+  callback_action action = callback_action::free_table;
+  uint32_t a = 0, b = 0, c = 0;
+};
+
+std::string describe(const command& c);
+std::string describe(const std::vector<command>& cs);
+
+// The fuzzer's encoding: 16 bytes a command.
+std::vector<command> decode(const uint8_t* data, size_t size);
+
+}  // namespace p2psim::driver_ref

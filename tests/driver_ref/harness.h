@@ -1,0 +1,155 @@
+// Runs driver commands against p2psim's models (the CUDA API model, nv-p2p, the peer's kernel
+// driver and registration cache) and the reference model in lockstep, and compares every
+// return value, every callback, BAR1, and every byte a peer or a copy moved. A divergence is
+// thrown as `divergence`, naming the step. Pure C++: no SystemC kernel; a peer's DMA reaches
+// VRAM the way the GPU model decodes it (BAR1 window, BAR1 page table), through the IOMMU of
+// the peer where it has one.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "models/driver/cuda/cuda.h"
+#include "models/driver/kernel/kernel.h"
+#include "models/driver/nvidia/nv-p2p.h"
+#include "models/driver/peer/kmd.h"
+#include "models/driver/peer/regcache.h"
+#include "models/iommu/iommu.h"
+#include "tests/conformance/fixture.h"
+#include "tests/driver_ref/commands.h"
+#include "tests/driver_ref/reference.h"
+
+namespace p2psim::driver_ref {
+
+struct divergence : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct harness_config {
+  ref_config ref;
+  int processes = 3;
+};
+
+class harness {
+ public:
+  explicit harness(const harness_config& c = {});
+  ~harness();
+  harness(const harness&) = delete;
+  harness& operator=(const harness&) = delete;
+
+  // Runs one command; throws divergence.
+  void run(const command& c);
+  // Runs them all, then compares all of VRAM.
+  void run_all(const std::vector<command>& cs);
+  void check_all_vram();
+  size_t steps() const { return m_step; }
+  // How often each interesting thing happened (that the sequences reach what they should).
+  const std::map<std::string, size_t>& counts() const { return m_counts; }
+  const reference& ref() const { return m_ref; }
+
+  static void callback_trampoline(void* data);
+
+ private:
+  struct sut_pin {
+    nvidia_p2p_page_table_t* table = nullptr;
+    std::vector<uint64_t> bus;  // the entries' physical addresses, kept past the table's life
+  };
+  struct sut_mapping {
+    nvidia_p2p_dma_mapping_t* mapping = nullptr;
+    pci_dev* peer = nullptr;
+    int pin = 0;
+  };
+  struct sut_region {
+    peer::kmd_region* region = nullptr;
+    nvidia_p2p_page_table_t* table = nullptr;
+    int kmd = 0, pin = 0, mapping = -1, pid = 0;
+    bool alive = true;
+  };
+  struct process_slot {
+    int pid = 0;
+    int current = -1;  // the reference's index of the current context
+    std::unique_ptr<peer::regcache> cache;
+    std::vector<int> acquired;  // regions handed out by the cache, not yet released
+  };
+  struct callback_data {
+    harness* h;
+    int pin;
+  };
+  struct observed_callback {
+    int pin = 0, result = 0;
+  };
+
+  [[noreturn]] void fail(const std::string& what) const;
+  void expect(bool ok, const std::string& what) const;
+  void expect_eq(long long got, long long want, const std::string& what) const;
+
+  process_slot& slot(const command& c);
+  void new_process(process_slot& s);
+  int pick(uint32_t index, size_t count) const { return count ? int(index % count) : -1; }
+  int own_pin(uint32_t index) const;
+
+  void ctx_create(const command& c);
+  void ctx_destroy(const command& c);
+  void ctx_set_current(const command& c);
+  void mem_alloc(const command& c);
+  void mem_free(const command& c);
+  void process_exit(const command& c);
+  void get_attribute(const command& c);
+  void get_attributes(const command& c);
+  void set_sync_memops(const command& c);
+  void memcpy_command(const command& c, bool to_device);
+  void get_pages(const command& c, bool persistent);
+  void put_pages(const command& c);
+  void put_pages_persistent(const command& c);
+  void free_page_table(const command& c);
+  void dma_map(const command& c);
+  void dma_unmap(const command& c);
+  void free_dma_mapping(const command& c);
+  void peer_access(const command& c, bool write);
+  void kmd_pin(const command& c);
+  void kmd_unpin(const command& c);
+  void regcache_acquire(const command& c);
+  void regcache_release(const command& c);
+
+  // Frees through the models while the reference's script of callbacks is followed.
+  template <typename F>
+  void with_script(std::vector<expected_callback> script, int pid, F&& sut_call);
+  void on_callback(int pin);
+  int record_pin(nvidia_p2p_page_table_t* table);  // a new SUT pin, at the reference's index
+  void learn_pins();
+  void sync_regions(int kmd_index);
+  void check_state();
+  int pick_allocation(const command& c) const;
+  uint64_t pointer_of(const command& c, int alloc, uint8_t kind) const;
+  std::pair<uint64_t, uint32_t> tokens_for(int ctx);
+  // A peer's access to bus address `a` (or IOVA through `peer`): GPU and VRAM offset, if any.
+  std::optional<std::pair<int, uint64_t>> sut_resolve(uint64_t a, pci_dev* peer);
+  std::optional<std::pair<int, uint64_t>> ref_resolve(uint64_t a, int peer) const;
+  void compare_frames(const std::set<std::pair<int, uint64_t>>& frames);
+
+  harness_config m_config;
+  test::world m_world;
+  reference m_ref;
+  iommu::iommu_domain m_iommu;
+  pci_dev m_nic0, m_nic1;  // nic0: no IOMMU; nic1: behind a translating one
+  std::vector<std::unique_ptr<peer::kmd>> m_kmds;
+  std::vector<process_slot> m_slots;
+  int m_next_pid = 100;
+  std::vector<CUcontext> m_contexts;  // by the reference's index
+  std::vector<sut_pin> m_pins;        // by the reference's index
+  std::vector<sut_mapping> m_mappings;
+  std::vector<sut_region> m_regions;
+  std::deque<callback_data> m_callback_data;
+  std::vector<expected_callback> m_script;
+  size_t m_script_pos = 0;
+  std::vector<observed_callback> m_observed;
+  size_t m_step = 0;
+  std::map<std::string, size_t> m_counts;
+  std::string m_current;  // the command being run, for messages
+};
+
+}  // namespace p2psim::driver_ref

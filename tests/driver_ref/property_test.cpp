@@ -1,0 +1,147 @@
+// The driver models against the reference model (tests/driver_ref/reference.h) under random
+// call sequences: cuCtx*, cuMemAlloc/cuMemFree (1 B to 1 MiB, so small buffers share 64 KiB
+// pages), process exit, pointer attributes, copies, every nv-p2p call with misuse mixed in,
+// callbacks that call back into the API, peers reading and writing through what a pin, a DMA
+// mapping or the kernel driver's region gave them, and the registration cache. Every return
+// value, callback, BAR1 page and VRAM byte is compared after every call (docs/testing.md).
+// Each case is a fixed seed and count, so ctest runs the same sequences every time; RapidCheck
+// shrinks a failing sequence to a short one and prints it.
+#include <rapidcheck.h>
+
+#include <catch2/catch.hpp>
+#include <iostream>
+#include <map>
+
+#include "tests/driver_ref/harness.h"
+
+using namespace p2psim::driver_ref;
+
+namespace {
+
+rc::Gen<op> gen_op() {
+  return rc::gen::weightedElement<op>({
+      {4, op::ctx_create},
+      {1, op::ctx_destroy},
+      {2, op::ctx_set_current},
+      {12, op::mem_alloc},
+      {6, op::mem_free},
+      {1, op::process_exit},
+      {3, op::get_attribute},
+      {2, op::get_attributes},
+      {1, op::set_sync_memops},
+      {3, op::memcpy_htod},
+      {2, op::memcpy_dtoh},
+      {10, op::get_pages},
+      {3, op::get_pages_persistent},
+      {5, op::put_pages},
+      {2, op::put_pages_persistent},
+      {1, op::free_page_table},
+      {3, op::dma_map},
+      {2, op::dma_unmap},
+      {1, op::free_dma_mapping},
+      {6, op::peer_write},
+      {3, op::peer_read},
+      {3, op::kmd_pin},
+      {2, op::kmd_unpin},
+      {3, op::regcache_acquire},
+      {2, op::regcache_release},
+  });
+}
+
+rc::Gen<command> gen_command() {
+  return rc::gen::map(
+      // Uniform choices (RapidCheck's arbitrary integers grow with the test's size, which would
+      // favour the first variants); shrinking still goes towards 0.
+      rc::gen::tuple(gen_op(), rc::gen::inRange<int>(0, 3), rc::gen::inRange<int>(0, 256),
+                     rc::gen::inRange<int>(0, int(callback_action::count)),
+                     rc::gen::inRange<uint32_t>(0, 1u << 31),
+                     rc::gen::inRange<uint32_t>(0, 1u << 31),
+                     rc::gen::inRange<uint32_t>(0, 1u << 31)),
+      [](const std::tuple<op, int, int, int, uint32_t, uint32_t, uint32_t>& t) {
+        command c;
+        std::tie(c.what, std::ignore, std::ignore, std::ignore, c.a, c.b, c.c) = t;
+        c.proc = uint8_t(std::get<1>(t));
+        c.variant = uint8_t(std::get<2>(t));
+        c.action = callback_action(std::get<3>(t));
+        return c;
+      });
+}
+
+struct totals {
+  size_t sequences = 0, calls = 0;
+  std::map<std::string, size_t> counts;
+};
+
+// Runs `count` random sequences of up to `length` calls from `seed` on a fresh world each.
+void check_sequences(const harness_config& config, uint64_t seed, int count, int length) {
+  totals t;
+  rc::detail::TestParams params;
+  params.seed = seed;
+  params.maxSuccess = count;
+  params.maxSize = length;
+  rc::detail::TestMetadata meta;
+  meta.id = meta.description = "driver models agree with the reference";
+  const auto result = rc::detail::checkTestable(
+      [&] {
+        const auto sequence = *rc::gen::container<std::vector<command>>(gen_command());
+        harness h(config);
+        try {
+          h.run_all(sequence);
+        } catch (const divergence& d) {
+          RC_FAIL(std::string(d.what()) + "\nsequence:\n" + describe(sequence));
+        }
+        ++t.sequences;
+        t.calls += h.steps();
+        for (const auto& [k, v] : h.counts()) t.counts[k] += v;
+      },
+      meta, params);
+  std::ostringstream message;
+  rc::detail::printResultMessage(result, message);
+  INFO(message.str());
+  std::cout << "driver property: seed " << seed << ": " << t.sequences << " sequences, " << t.calls
+            << " calls\n";
+  for (const auto& [k, v] : t.counts) std::cout << "  " << k << ": " << v << "\n";
+  CHECK(result.is<rc::detail::SuccessResult>());
+}
+
+harness_config shared_bar1() {
+  return {};
+}
+
+harness_config private_bar1() {  // CUDA 6.0: every pin maps anew (guide 4.8)
+  harness_config c;
+  c.ref.share_bar1 = false;
+  return c;
+}
+
+harness_config one_gpu_tight() {  // VRAM and BAR1 run out often
+  harness_config c;
+  c.ref.gpus = 1;
+  c.ref.frames = 24;
+  c.ref.bar1_pages = 48;
+  c.ref.bar1_reserved = 40;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("driver property: shared BAR1 pages (4.7) with two GPUs and three processes",
+          "[property]") {
+  check_sequences(shared_bar1(), 1, 400, 200);
+}
+
+TEST_CASE("driver property: shared BAR1 pages (4.7) with another seed", "[property]") {
+  check_sequences(shared_bar1(), 2, 400, 200);
+}
+
+TEST_CASE("driver property: a BAR1 page per pin (4.8)", "[property]") {
+  check_sequences(private_bar1(), 3, 400, 200);
+}
+
+TEST_CASE("driver property: VRAM and BAR1 exhausted (5.5)", "[property]") {
+  check_sequences(one_gpu_tight(), 4, 400, 200);
+}
+
+TEST_CASE("driver property: long sequences", "[property]") {
+  check_sequences(shared_bar1(), 5, 60, 600);
+}

@@ -1,0 +1,169 @@
+// The reference model of the driver state the GPUDirect RDMA guide defines, written from
+// docs/driver-model.md alone and kept obviously correct rather than fast: contexts and their
+// tokens, allocations and the 64 KiB VA pages and VRAM frames behind them, pins with their
+// BAR1 pages, DMA mappings, the callbacks owed, and every byte of VRAM. It shares no code with
+// models/driver. Where the real driver is free to choose (which VA, frame, BAR1 page or IOVA),
+// the reference takes the models' choice and checks that it is a legal one (`learn_*`); every
+// return code and every effect it predicts itself.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/driver_ref/commands.h"
+
+namespace p2psim::driver_ref {
+
+inline constexpr uint64_t page_bytes = 64 * 1024;  // GPU_BOUND_SIZE (guide 6.2)
+inline constexpr uint64_t uva_begin = 1ull << 32;  // below: never GPU memory here
+inline constexpr uint64_t uva_end = 1ull << 40;    // "within the first 40 bits" (7.1)
+
+struct ref_config {
+  int gpus = 2;
+  uint64_t frames = 64;         // VRAM per GPU, in 64 KiB frames
+  uint64_t bar1_pages = 64;     // BAR1 aperture per GPU, in 64 KiB pages ...
+  uint64_t bar1_reserved = 32;  // ... of which the driver's own (guide 5.5)
+  bool share_bar1 = true;       // pins of one frame share its BAR1 page (4.7)
+};
+
+struct ref_context {
+  int pid = 0, gpu = 0;
+  bool alive = true;
+  std::optional<std::pair<uint64_t, uint32_t>> tokens;  // once P2P_TOKENS was read
+};
+
+struct ref_allocation {
+  int pid = 0, ctx = 0;
+  uint64_t va = 0, size = 0;
+  bool alive = true;
+  std::optional<uint64_t> buffer_id;  // once read
+  bool sync_memops = false;
+  uint64_t end() const { return va + size; }
+};
+
+struct ref_page {  // a VA page in use
+  int ctx = 0, gpu = 0;
+  uint64_t frame = 0;
+  int allocations = 0;  // 0 while its last allocation is being freed
+};
+
+enum class pin_state { live, in_callback, ended };
+
+struct ref_pin {
+  int caller = 0, memory_pid = 0, ctx = 0, gpu = 0;
+  uint64_t va = 0, length = 0;
+  bool persistent = false;
+  bool by_kmd = false;  // the peer's kernel driver made it (its callback frees the table)
+  callback_action action = callback_action::free_table;
+  pin_state st = pin_state::live;
+  std::vector<uint64_t> frames;      // per 64 KiB entry
+  std::vector<uint64_t> bar1_pages;  // per entry, once learned
+};
+
+struct ref_mapping {
+  int pin = 0, peer = 0;
+  bool live = true;
+  std::vector<uint64_t> addresses;  // per entry: what the peer puts on the bus
+};
+
+// A callback the reference expects, in order, with the nested call it makes.
+struct expected_callback {
+  int pin = 0;
+  callback_action action = callback_action::nothing;
+  int target_pin = -1;          // put_self / put_other: the table it releases
+  uint64_t va = 0, length = 0;  // get_pages_*: the range it pins
+  int result = 0;               // what the nested call must return
+};
+
+class reference {
+ public:
+  explicit reference(const ref_config& c);
+  const ref_config& config() const { return m_config; }
+
+  // ---- contexts and processes ----
+  int create_context(int pid, int gpu);  // its index
+  const ref_context& context(int i) const { return m_contexts.at(i); }
+  size_t contexts() const { return m_contexts.size(); }
+  // Frees the context's allocations (lowest VA first) and kills its tokens.
+  std::vector<expected_callback> destroy_context(int ctx);
+  std::vector<expected_callback> process_exit(int pid);
+  int context_of_tokens(uint64_t p2p, uint32_t va_space) const;  // -1: no live context
+  std::string learn_tokens(int ctx, uint64_t p2p, uint32_t va_space);
+
+  // ---- allocations ----
+  // May cuMemAlloc of `size` in `ctx` fail with out-of-memory? (Only when no placement of it
+  // could find enough free frames.)
+  bool may_run_out(int ctx, uint64_t size) const;
+  // The models placed a new allocation at `va` with these frames for its fresh pages; checks
+  // that the placement is legal and records it. Returns "" or what is wrong.
+  std::string learn_allocation(int ctx, uint64_t va, uint64_t size,
+                               const std::map<uint64_t, std::pair<int, uint64_t>>& frames);
+  const ref_allocation& allocation(int i) const { return m_allocations.at(i); }
+  ref_allocation& allocation(int i) { return m_allocations.at(i); }
+  size_t allocations() const { return m_allocations.size(); }
+  // The live allocation of `pid` holding [va, va + bytes), or -1.
+  int allocation_at(int pid, uint64_t va, uint64_t bytes = 1) const;
+  std::vector<expected_callback> free_allocation(int i, int freeing_pid);
+  std::string learn_buffer_id(int alloc, uint64_t id);
+  const ref_page* page(int pid, uint64_t page_number) const;
+
+  // ---- nv-p2p ----
+  struct pin_request {
+    int caller = 0;
+    uint64_t p2p = 0;
+    uint32_t va_space = 0;
+    uint64_t va = 0, length = 0;
+    bool persistent = false, table = true, callback = true;
+    uint32_t flags = 0;
+  };
+  // What nvidia_p2p_get_pages(_persistent) returns, without doing it.
+  int predict_get_pages(const pin_request& r) const;
+  // Does it (the prediction was 0): the new pin's index.
+  int get_pages(const pin_request& r, callback_action action, bool by_kmd);
+  std::string learn_bar1_pages(int pin, const std::vector<uint64_t>& bus_addresses,
+                               uint64_t bar1_bus_base);
+  const ref_pin& pin(int i) const { return m_pins.at(i); }
+  size_t pins() const { return m_pins.size(); }
+  // put_pages from `caller` with these tokens: 0 always; true when it releases the pin.
+  bool put_pages(int caller, uint64_t p2p, uint32_t va_space, int pin);
+  int put_pages_persistent(int pin, uint32_t flags);  // pin -1: NULL
+  int dma_map(int pin, int peer);                     // -EINVAL or the new mapping's index
+  void learn_mapping(int mapping, std::vector<uint64_t> addresses);
+  bool dma_unmap(int mapping, int table_pin);  // unmapped (it was on that live table)?
+  const ref_mapping& mapping(int i) const { return m_mappings.at(i); }
+  size_t mappings() const { return m_mappings.size(); }
+
+  // ---- what a peer reaches, and VRAM ----
+  // The frame behind a BAR1 page of `gpu`, if a live pin maps it.
+  std::optional<uint64_t> bar1_frame(int gpu, uint64_t bar1_page) const;
+  uint64_t bar1_in_use(int gpu) const;
+  // The reference's copy of VRAM, written through the mappings the reference says exist.
+  std::vector<uint8_t>& vram(int gpu) { return m_vram.at(gpu); }
+  // Frames that must not be handed out: mapped by a VA page or held by a pin.
+  bool frame_in_use(int gpu, uint64_t frame) const;
+  uint64_t frames_free(int gpu) const;
+
+ private:
+  void end_pin(int i);
+  void revoke_all(const std::vector<int>& pins, int freeing_pid,
+                  std::vector<expected_callback>& out);
+  void run_callback(int pin, int freeing_pid, std::vector<expected_callback>& out);
+  std::vector<int> doomed_pins(int pid, const std::vector<uint64_t>& emptied) const;
+
+  ref_config m_config;
+  std::vector<ref_context> m_contexts;
+  std::vector<ref_allocation> m_allocations;
+  std::map<int, std::map<uint64_t, ref_page>> m_pages;  // pid -> VA page number -> page
+  std::vector<ref_pin> m_pins;
+  std::vector<ref_mapping> m_mappings;
+  std::vector<std::vector<int>> m_frame_mapped;  // gpu -> frame -> VA pages mapping it (0/1)
+  std::vector<std::vector<int>> m_frame_holds;   // gpu -> frame -> pins holding it
+  std::map<uint64_t, int> m_buffer_ids;          // every BUFFER_ID seen -> its allocation
+  std::vector<std::vector<uint8_t>> m_vram;
+};
+
+}  // namespace p2psim::driver_ref
