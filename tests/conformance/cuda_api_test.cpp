@@ -143,7 +143,9 @@ TEST_CASE("CUDA driver API: contexts and the current context belong to one proce
   CHECK((cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == a));  // a new context is current
   CUcontext b = cuda_context(1);
   CHECK((cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == b));
-  CHECK(cuCtxSetCurrent(a) == CUDA_SUCCESS);
+  CHECK(cuCtxSetCurrent(a) == CUDA_SUCCESS);  // replaces b at the top of the stack [a, b]
+  CHECK((cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == a));
+  CHECK(cuCtxSetCurrent(nullptr) == CUDA_SUCCESS);  // NULL pops: [a] (CUDA 13 on an H100)
   CHECK((cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == a));
   CHECK(cuCtxSetCurrent(nullptr) == CUDA_SUCCESS);
   CHECK((cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == nullptr));
@@ -242,9 +244,9 @@ TEST_CASE("GPUDirect RDMA 13.3 7.1: device pointers lie in the 40-bit UVA range"
     const auto [p, n] = bufs[i];
     CHECK(p != 0);
     CHECK(p + n <= (1ull << 40));
-    CHECK(p % 256 == 0);
-    if (n >= k64) CHECK(p % k64 == 0);  // large buffers start on a GPU page
-    for (size_t j = 0; j < i; ++j)      // and no two overlap
+    CHECK(p % 512 == 0);  // driver 580 packs buffers 512 B apart (tests/data/cuda_probe) ...
+    if (n > (2u << 20)) CHECK(p % (2u << 20) == 0);  // ... and gives big ones 2 MiB pages
+    for (size_t j = 0; j < i; ++j)                   // and no two overlap
       CHECK((p + n <= bufs[j].p || bufs[j].p + bufs[j].n <= p));
   }
 }
@@ -257,12 +259,14 @@ TEST_CASE("GPUDirect RDMA 13.3 5.6: a freed VA is reused on another device with 
   const CUdeviceptr ptr0 = cuda_alloc(1 << 20);
   const auto t0 = tokens(ptr0);
   REQUIRE(cuMemFree(ptr0) == CUDA_SUCCESS);
+  // Each context takes VA from blocks of its own (seen on an H100): the VA comes free for
+  // another context once dev0 is gone.
+  REQUIRE(cuCtxDestroy(dev0) == CUDA_SUCCESS);
   REQUIRE(cuCtxSetCurrent(dev1) == CUDA_SUCCESS);
   const CUdeviceptr ptr1 = cuda_alloc(1 << 20);
   CHECK(ptr0 == ptr1);  // the guide's example: the driver reuses the VA ...
   const auto t1 = tokens(ptr0);
-  CHECK(t1.p2pToken != t0.p2pToken);  // ... but the same address now has other tokens
-  CHECK(t1.vaSpaceToken != t0.vaSpaceToken);
+  CHECK(t1.vaSpaceToken != t0.vaSpaceToken);  // ... but the same address has other tokens
   int ordinal = -1;
   CHECK(attribute(ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr0) == CUDA_SUCCESS);
   CHECK(ordinal == 1);
@@ -294,11 +298,11 @@ TEST_CASE("GPUDirect RDMA 13.3 5.3: cuCtxDestroy frees the context's memory and 
   REQUIRE(cuCtxSetCurrent(b) == CUDA_SUCCESS);
   const CUdeviceptr pb = cuda_alloc(4096);
   CUdeviceptr big = 0;
-  CHECK(cuMemAlloc(&big, 63 << 20) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(cuMemAlloc(&big, 62 << 20) == CUDA_ERROR_OUT_OF_MEMORY);
   REQUIRE(cuCtxDestroy(a) == CUDA_SUCCESS);
   CHECK(r.calls == 1);
   unsigned long long id = 0;
   CHECK(attribute(id, CU_POINTER_ATTRIBUTE_BUFFER_ID, pa) == CUDA_ERROR_INVALID_VALUE);
   CHECK(attribute(id, CU_POINTER_ATTRIBUTE_BUFFER_ID, pb) == CUDA_SUCCESS);  // b's stays
-  CHECK(cuMemAlloc(&big, 63 << 20) == CUDA_SUCCESS);                         // a's VRAM came back
+  CHECK(cuMemAlloc(&big, 62 << 20) == CUDA_SUCCESS);                         // a's VRAM came back
 }

@@ -35,7 +35,9 @@ TEST_CASE("5.6: with the tokens whoever knows them may pin", "[nv-p2p][tokens]")
 }
 
 TEST_CASE("5.6: p2pToken is randomized and vaSpaceToken names one VA space", "[nv-p2p][tokens]") {
-  p2p_world w(2);
+  nv::driver_config cfg;
+  cfg.random_p2p_token = true;  // the guide's drivers; 580 hands out 0 (tests/data/cuda_probe)
+  p2p_world w(2, cfg);
   const auto* a = w.driver.find_context(w.context(100, 0));
   const auto* b = w.driver.find_context(w.context(100, 1));
   const auto* c = w.driver.find_context(w.context(300, 0));

@@ -49,7 +49,7 @@ CUctx_st* live_context(CUcontext c) {
 }
 
 CUctx_st* current_context() {
-  return live_context(me().current);
+  return live_context(me().current());
 }
 
 CUctx_st* context_of(int id) {
@@ -250,7 +250,7 @@ CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   h->device = dev;
   h->flags = flags;
   *pctx = h.get();
-  me().current = h.get();  // a new context is made current for the calling thread
+  me().stack.push_back(h.get());  // pushed: current, and the old current comes back later
   global().contexts.push_back(std::move(h));
   return CUDA_SUCCESS;
 }
@@ -267,7 +267,7 @@ CUresult cuCtxDestroy(CUcontext ctx) {
   c->alive = false;
   for (auto& s : global().streams)
     if (s->ctx == c) s->alive = false;
-  if (me().current == c) me().current = nullptr;  // no context stack: nothing to pop back to
+  if (me().current() == c) me().stack.pop_back();  // the one below is current again
   return CUDA_SUCCESS;
 }
 
@@ -280,8 +280,17 @@ CUresult cuCtxGetCurrent(CUcontext* pctx) {
 
 CUresult cuCtxSetCurrent(CUcontext ctx) {
   if (CUresult r = check_init()) return r;
+  // libcuda 580 accepts a destroyed handle here and crashes on the next call; the model
+  // refuses it instead (a use after free, not a behaviour to reproduce).
   if (ctx && !live_context(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  me().current = ctx;  // NULL unbinds
+  auto& stack = me().stack;
+  if (!ctx) {
+    if (!stack.empty()) stack.pop_back();  // NULL pops
+  } else if (stack.empty()) {
+    stack.push_back(ctx);
+  } else {
+    stack.back() = ctx;  // replaces the top
+  }
   return CUDA_SUCCESS;
 }
 
@@ -312,6 +321,7 @@ CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
 
 CUresult cuMemFree(CUdeviceptr dptr) {
   if (CUresult r = check_init()) return r;
+  if (dptr == 0) return CUDA_SUCCESS;  // like free(NULL) (libcuda 580)
   const auto pid = p2psim::kernel::current_pid();
   auto* a = drv().find_allocation(pid, dptr);
   if (!a || a->va != dptr) return CUDA_ERROR_INVALID_VALUE;      // only an allocation's base

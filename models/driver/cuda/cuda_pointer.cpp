@@ -72,11 +72,19 @@ CUresult read_attribute(nvidia_driver::allocation& a, CUpointer_attribute attr, 
     case CU_POINTER_ATTRIBUTE_MAPPED:
       *static_cast<unsigned int*>(data) = 1;
       break;
+    // cuMemAlloc memory can be shared with cuIpcGetMemHandle (not modelled), which is what
+    // libcuda 580 answers; it has no VMM handle types to export.
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+      *static_cast<unsigned int*>(data) = 1;
+      break;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+      *static_cast<unsigned long long*>(data) = 0;
+      break;
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
       *static_cast<unsigned int*>(data) = 1;  // cuMemAlloc memory can be pinned (7.1)
       break;
     default:
-      return CUDA_ERROR_INVALID_VALUE;  // IPC and handle types are not modelled
+      return CUDA_ERROR_INVALID_VALUE;  // an attribute the driver does not know
   }
   return CUDA_SUCCESS;
 }
@@ -102,25 +110,26 @@ bool multi_supported(CUpointer_attribute attr) {
   }
 }
 
-// The "default NULL value" cuPointerGetAttributes gives for what a pointer does not have.
-void write_default(CUpointer_attribute attr, void* data) {
+// What cuPointerGetAttributes gives for what a pointer does not have, as libcuda 580 does
+// (tests/data/cuda_probe): the "default NULL value", except that memory CUDA does not know is
+// its own host pointer, and its range is left unwritten.
+void write_default(CUpointer_attribute attr, void* data, bool known, CUdeviceptr ptr) {
   switch (attr) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
       *static_cast<CUcontext*>(data) = nullptr;
       break;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-      *static_cast<void**>(data) = nullptr;
+      *static_cast<void**>(data) = known ? nullptr : reinterpret_cast<void*>(uintptr_t(ptr));
       break;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
       *static_cast<CUdeviceptr*>(data) = 0;
       break;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
       *static_cast<unsigned long long*>(data) = 0;
       break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-      *static_cast<size_t*>(data) = 0;
-      break;
+      break;  // only device memory has a range
     // 0 is a real ordinal: say "no device" as cudaPointerGetAttributes does.
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
       *static_cast<int*>(data) = CU_DEVICE_INVALID;
@@ -153,7 +162,7 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute*
   auto* a = allocation_at(ptr);
   for (unsigned int i = 0; i < numAttributes; ++i)
     if (!a || read_attribute(*a, attributes[i], data[i], ptr) != CUDA_SUCCESS)
-      write_default(attributes[i], data[i]);  // e.g. HOST_POINTER of device memory: NULL
+      write_default(attributes[i], data[i], a != nullptr, ptr);  // HOST_POINTER of VRAM: NULL
   return CUDA_SUCCESS;
 }
 

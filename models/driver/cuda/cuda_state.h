@@ -27,9 +27,13 @@ struct CUstream_st {
 
 namespace p2psim::cuda::detail {
 
+// One thread per process, so one context stack per process. cuCtxCreate pushes,
+// cuCtxSetCurrent replaces the top (NULL pops), cuCtxDestroy of the current context pops it:
+// the context below becomes current again, as libcuda 580 does (tests/data/cuda_probe).
 struct process_state {
   bool initialized = false;
-  CUctx_st* current = nullptr;
+  std::vector<CUctx_st*> stack;
+  CUctx_st* current() const { return stack.empty() ? nullptr : stack.back(); }
 };
 
 struct state {

@@ -13,6 +13,10 @@ uint64_t g_serial = 0;  // instances created so far
 uint64_t round_up(uint64_t v, uint64_t a) {
   return (v + a - 1) / a * a;
 }
+// The base of the 2 MiB chunk holding `va`.
+uint64_t round_down(uint64_t va) {
+  return va / alloc_chunk_bytes * alloc_chunk_bytes;
+}
 }  // namespace
 
 nvidia_driver& nvidia_driver::instance() {
@@ -77,8 +81,10 @@ int nvidia_driver::create_context(kernel::pid_t pid, int gpu) {
   c.id = m_next_ctx++;
   c.pid = pid;
   c.gpu = gpu;
-  do c.p2p_token = m_rng();
-  while (!c.p2p_token || m_tokens.count({c.p2p_token, m_next_va_space}));  // 0 means "none"
+  if (m_config.random_p2p_token) {
+    do c.p2p_token = m_rng();
+    while (!c.p2p_token || m_tokens.count({c.p2p_token, m_next_va_space}));  // 0 means "none"
+  }  // else 0, as driver 580 hands out: the vaSpaceToken alone names the context
   c.va_space_token = m_next_va_space++;
   m_contexts[c.id] = c;
   m_tokens[{c.p2p_token, c.va_space_token}] = c.id;
@@ -92,7 +98,7 @@ const nvidia_driver::context* nvidia_driver::find_context(int ctx) const {
 }
 
 const nvidia_driver::context* nvidia_driver::context_of_tokens(uint64_t p2p_token,
-                                                                uint32_t va_space_token) const {
+                                                               uint32_t va_space_token) const {
   auto it = m_tokens.find({p2p_token, va_space_token});
   return it == m_tokens.end() ? nullptr : find_context(it->second);
 }
@@ -105,6 +111,7 @@ bool nvidia_driver::destroy_context(kernel::pid_t pid, int ctx) {
   for (const auto& [va, a] : ps.allocations)
     if (a.ctx == ctx) doomed.push_back(va);
   for (uint64_t va : doomed) free_allocation(pid, va, "cuCtxDestroy");
+  release_blocks(ps, ctx);
   it->second.alive = false;
   m_tokens.erase({it->second.p2p_token, it->second.va_space_token});
   return true;
@@ -118,6 +125,7 @@ void nvidia_driver::process_exit(kernel::pid_t pid) {
   for (uint64_t va : doomed) free_allocation(pid, va, "process exit");
   for (auto& [id, c] : m_contexts)
     if (c.pid == pid && c.alive) {
+      release_blocks(ps, id);
       c.alive = false;
       m_tokens.erase({c.p2p_token, c.va_space_token});
     }
@@ -130,20 +138,41 @@ std::optional<uint64_t> nvidia_driver::mem_alloc(int ctx_id, uint64_t size) {
   if (!c || size == 0 || size > uva_limit - uva_base) return std::nullopt;
   process_state& ps = process(c->pid);
   gpu_state& gs = m_gpus[c->gpu];
-  // Small allocations are packed 256 B apart (cudaMalloc's alignment), so two of them can
-  // share a 64 KiB GPU page and its BAR1 mapping (guide 5.2); large ones start on a page.
-  const uint64_t align = size < gpu_page_bytes ? 256 : gpu_page_bytes;
-  const uint64_t reserve = round_up(size, 256);
   // A page already in use can take more of this context's memory unless a pin holds it:
   // its free bytes are not handed out while pinned (docs/driver-model.md).
   auto usable = [&](uint64_t page) {
     auto it = ps.pages.find(page);
-    return it == ps.pages.end() ||
-           (it->second.ctx == ctx_id && it->second.allocations > 0 &&
-            !gs.frames.held(it->second.frame));
+    return it == ps.pages.end() || (it->second.ctx == ctx_id && it->second.allocations > 0 &&
+                                    !gs.frames.held(it->second.frame));
   };
-  auto va = ps.va.take(reserve, align, usable);
-  if (!va) return std::nullopt;
+  const bool small = size <= alloc_chunk_bytes;
+  const uint64_t reserve = round_up(size, small ? alloc_granule_bytes : alloc_chunk_bytes);
+  std::optional<uint64_t> va;
+  uint64_t fresh_chunk = 0;  // a chunk made for this allocation, undone with it
+  if (small) {
+    for (auto& [base, ch] : ps.chunks)  // the lowest chunk with room first
+      if (ch.ctx == ctx_id && (va = ch.free.take(reserve, alloc_granule_bytes, usable))) break;
+    if (!va) {
+      auto base = take_ctx_va(ps, ctx_id, alloc_chunk_bytes, usable);
+      if (!base) return std::nullopt;
+      chunk& ch =
+          ps.chunks.emplace(*base, chunk{ctx_id, va_space(*base, *base + alloc_chunk_bytes), 0})
+              .first->second;
+      fresh_chunk = *base;
+      va = ch.free.take(reserve, alloc_granule_bytes, usable);
+    }
+    if (!va) {  // only when pins hold both ends of a fresh chunk, which cannot happen
+      if (fresh_chunk) {
+        ps.chunks.erase(fresh_chunk);
+        give_back_va(ps, fresh_chunk, alloc_chunk_bytes, false);
+      }
+      return std::nullopt;
+    }
+    ps.chunks.at(round_down(*va)).used += reserve;
+  } else {
+    va = take_ctx_va(ps, ctx_id, reserve, usable);
+    if (!va) return std::nullopt;
+  }
   const uint64_t first = *va / gpu_page_bytes, last = (*va + reserve - 1) / gpu_page_bytes;
   // Map every page the allocation touches that is not mapped yet; all or nothing.
   std::vector<uint64_t> fresh;
@@ -155,7 +184,7 @@ std::optional<uint64_t> nvidia_driver::mem_alloc(int ctx_id, uint64_t size) {
         gs.frames.unmap(ps.pages[q].frame);
         ps.pages.erase(q);
       }
-      ps.va.give_back(*va, reserve);
+      give_back_va(ps, *va, reserve, small);
       return std::nullopt;
     }
     ps.pages[p] = {ctx_id, c->gpu, *frame, 0, {}};
@@ -165,10 +194,53 @@ std::optional<uint64_t> nvidia_driver::mem_alloc(int ctx_id, uint64_t size) {
   allocation a;
   a.va = *va;
   a.size = size;
+  a.reserve = reserve;
+  a.in_chunk = small;
   a.ctx = ctx_id;
   a.buffer_id = m_next_buffer_id++;
   ps.allocations[*va] = a;
   return va;
+}
+
+std::optional<uint64_t> nvidia_driver::take_ctx_va(process_state& ps, int ctx, uint64_t bytes,
+                                                   const std::function<bool(uint64_t)>& usable) {
+  for (auto& [base, b] : ps.blocks)
+    if (b.ctx == ctx)
+      if (auto va = b.free.take(bytes, alloc_chunk_bytes, usable)) return va;
+  const uint64_t size = std::max(ctx_block_bytes, round_up(bytes, alloc_chunk_bytes));
+  auto base = ps.va.take(size, alloc_chunk_bytes, usable);
+  if (!base) return std::nullopt;
+  block& b =
+      ps.blocks.emplace(*base, block{ctx, size, va_space(*base, *base + size)}).first->second;
+  return b.free.take(bytes, alloc_chunk_bytes, usable);
+}
+
+void nvidia_driver::release_blocks(process_state& ps, int ctx) {
+  for (auto it = ps.blocks.begin(); it != ps.blocks.end();)
+    if (it->second.ctx == ctx) {
+      ps.va.give_back(it->first, it->second.size);
+      it = ps.blocks.erase(it);
+    } else {
+      ++it;
+    }
+}
+
+// A chunk left empty goes back to its context's block (whether the real driver keeps it for
+// later allocations was not probed).
+void nvidia_driver::give_back_va(process_state& ps, uint64_t va, uint64_t reserve, bool in_chunk) {
+  if (!in_chunk) {
+    auto it = std::prev(ps.blocks.upper_bound(va));
+    it->second.free.give_back(va, reserve);
+    return;
+  }
+  const uint64_t base = round_down(va);
+  chunk& ch = ps.chunks.at(base);
+  ch.free.give_back(va, reserve);
+  ch.used -= reserve;
+  if (ch.used == 0) {
+    ps.chunks.erase(base);
+    give_back_va(ps, base, alloc_chunk_bytes, false);
+  }
 }
 
 nvidia_driver::allocation* nvidia_driver::find_allocation(kernel::pid_t pid, uint64_t va) {
@@ -204,8 +276,7 @@ void nvidia_driver::free_allocation(kernel::pid_t pid, uint64_t va, const std::s
   process_state& ps = process(pid);
   const allocation a = ps.allocations.at(va);
   ps.allocations.erase(va);
-  const uint64_t reserve = round_up(a.size, 256);
-  const uint64_t first = a.va / gpu_page_bytes, last = (a.va + reserve - 1) / gpu_page_bytes;
+  const uint64_t first = a.va / gpu_page_bytes, last = (a.va + a.reserve - 1) / gpu_page_bytes;
   std::vector<uint64_t> emptied, doomed_pins;
   for (uint64_t q = first; q <= last; ++q) {
     va_page& page = ps.pages.at(q);
@@ -222,7 +293,7 @@ void nvidia_driver::free_allocation(kernel::pid_t pid, uint64_t va, const std::s
     m_gpus[page.gpu].frames.unmap(page.frame);  // stays in use while a persistent pin holds it
     ps.pages.erase(q);
   }
-  ps.va.give_back(a.va, reserve);
+  give_back_va(ps, a.va, a.reserve, a.in_chunk);
 }
 
 }  // namespace p2psim::nv

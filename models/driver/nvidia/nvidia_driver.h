@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -23,7 +24,6 @@
 #include "models/memory/backing_store.h"
 
 namespace p2psim::nv {
-
 
 // What the driver manages on one GPU: the GPU model's own BAR1 page table and VRAM, and what
 // its kernels see of RDMA writes (guide 5.7), which CUDA synchronization and flushes change.
@@ -44,6 +44,9 @@ struct driver_config {
   double pin_page_ns = 1'000;         // ... plus this per 64 KiB page
   double unpin_base_ns = 5'000;
   uint64_t seed = 1;  // randomized p2pTokens (guide 7.2)
+  // Guide 7.2 describes a randomized p2pToken; driver 580 (checked on an H100, CUDA 13) hands
+  // out p2pToken 0 and tells contexts apart by vaSpaceToken alone. false: the 580 behaviour.
+  bool random_p2p_token = false;
 };
 
 // Something a caller did wrong, or an event worth a line in the report.
@@ -93,6 +96,8 @@ class nvidia_driver {
   };
   struct allocation {
     uint64_t va = 0, size = 0;
+    uint64_t reserve = 0;   // VA bytes it takes: size rounded to 512 B, or to 2 MiB when big
+    bool in_chunk = false;  // sub-allocated in a 2 MiB chunk (size <= 2 MiB)
     int ctx = 0;
     uint64_t buffer_id = 0;  // unique for the life of the driver (guide 7.2)
     bool sync_memops = false;
@@ -102,8 +107,10 @@ class nvidia_driver {
   // live context of `pid`.
   bool destroy_context(kernel::pid_t pid, int ctx);
   const context* find_context(int ctx) const;
-  // A UVA allocation in `ctx` (first fit, lowest address, so freed VAs are reused); nullopt
-  // when VRAM or VA space is exhausted.
+  // A UVA allocation in `ctx`, laid out as driver 580 does (checked on an H100): up to 2 MiB
+  // it takes `size` rounded up to 512 B in a 2 MiB-aligned chunk of the context, first fit
+  // (lowest chunk, lowest offset, so freed VAs are reused), a new chunk when none has room;
+  // bigger ones take whole 2 MiB pages of their own. nullopt when VRAM or VA is exhausted.
   std::optional<uint64_t> mem_alloc(int ctx, uint64_t size);
   // Frees the allocation starting at `va` of process `pid`, revoking pins first (5.3).
   bool mem_free(kernel::pid_t pid, uint64_t va);
@@ -154,9 +161,21 @@ class nvidia_driver {
     int allocations = 0;         // live allocations touching it; 0: being freed
     std::vector<uint64_t> pins;  // ids of the revocable pins that map it
   };
+  struct chunk {  // 2 MiB of one context's VA that small allocations are carved from
+    int ctx = 0;
+    va_space free;
+    uint64_t used = 0;  // bytes taken; 0: the chunk goes back to the process's VA space
+  };
+  struct block {  // VA of one context: its chunks and big allocations are taken from it
+    int ctx = 0;
+    uint64_t size = 0;
+    va_space free;
+  };
   struct process_state {
     std::map<uint64_t, allocation> allocations;  // by va
     va_space va{uva_base, uva_limit};
+    std::map<uint64_t, block> blocks;   // by base; a context's go back when it is destroyed
+    std::map<uint64_t, chunk> chunks;   // by base
     std::map<uint64_t, va_page> pages;  // by VA page number
   };
 
@@ -166,6 +185,12 @@ class nvidia_driver {
   process_state& process(kernel::pid_t pid);
   const context* context_of_tokens(uint64_t p2p_token, uint32_t va_space_token) const;
   void free_allocation(kernel::pid_t pid, uint64_t va, const std::string& why);
+  // `bytes` of context `ctx`'s VA, 2 MiB aligned: first fit in its blocks, else a new block.
+  std::optional<uint64_t> take_ctx_va(process_state& ps, int ctx, uint64_t bytes,
+                                      const std::function<bool(uint64_t)>& usable);
+  // Returns an allocation's VA to its chunk or to its context's block.
+  void give_back_va(process_state& ps, uint64_t va, uint64_t reserve, bool in_chunk);
+  void release_blocks(process_state& ps, int ctx);  // once its allocations are gone
   // The pins the NVIDIA driver tracks, by the page table it handed out.
   pin* live_pin(const nvidia_p2p_page_table_t* t) const;
   bool recently_dead(const nvidia_p2p_page_table_t* t) const;
@@ -178,9 +203,9 @@ class nvidia_driver {
   std::map<int, context> m_contexts;
   std::map<std::pair<uint64_t, uint32_t>, int> m_tokens;  // of live contexts
   std::map<kernel::pid_t, process_state> m_processes;
-  std::map<uint64_t, std::unique_ptr<pin>> m_pins;                // live, by id
-  std::map<const nvidia_p2p_page_table_t*, uint64_t> m_pin_of;    // live, by table
-  std::deque<std::unique_ptr<pin>> m_quarantine;                  // the last dead pins
+  std::map<uint64_t, std::unique_ptr<pin>> m_pins;                      // live, by id
+  std::map<const nvidia_p2p_page_table_t*, uint64_t> m_pin_of;          // live, by table
+  std::deque<std::unique_ptr<pin>> m_quarantine;                        // the last dead pins
   std::map<const nvidia_p2p_dma_mapping_t*, uint64_t> m_mapping_owner;  // live mappings
   std::mt19937_64 m_rng;
   int m_next_ctx = 1;

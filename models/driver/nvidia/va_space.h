@@ -12,7 +12,14 @@
 
 namespace p2psim::nv {
 
-inline constexpr uint64_t gpu_page_bytes = 64 * 1024;   // GPU_BOUND_SIZE (guide 6.2)
+inline constexpr uint64_t gpu_page_bytes = 64 * 1024;  // GPU_BOUND_SIZE (guide 6.2)
+// cuMemAlloc's layout as driver 580 shows it on an H100 (tests/data/cuda_probe): sizes round
+// up to 512 B and small allocations are packed into 2 MiB chunks.
+inline constexpr uint64_t alloc_granule_bytes = 512;
+inline constexpr uint64_t alloc_chunk_bytes = 2 * 1024 * 1024;
+// Each context takes its VA from blocks of its own (a new context's first allocation lands far
+// from every other context's, and never on a VA another live context just freed).
+inline constexpr uint64_t ctx_block_bytes = 1ull << 30;
 inline constexpr uint64_t uva_base = 0x2'0000'0000ull;  // the CUDA VA range (guide 7.1)
 inline constexpr uint64_t uva_limit = 1ull << 40;       // "within the first 40 bits"
 

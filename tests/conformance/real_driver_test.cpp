@@ -1,0 +1,93 @@
+// The CUDA model against the real CUDA driver: tools/cuda_probe/probe.cpp runs the same
+// driver-API sequences here, on p2psim's model, as it ran on an H100 (driver 580, CUDA 13);
+// the transcript must match tests/data/cuda_probe/h100_cuda13.txt line for line. Where they
+// differ, the model is wrong (docs/driver-model.md, "Checked on real hardware").
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/conformance/cuda_helpers.h"
+
+namespace cuda_probe {
+void run(const std::function<void(const std::string&)>& out);
+}
+
+using namespace p2psim;
+using namespace p2psim::test;
+
+namespace {
+
+// Lines whose result is compared but not their value, and why. The model's GPU advertises
+// only what the model implements: it has no managed memory, VMM API or dma-buf, which an H100
+// has, so it must not claim them.
+const std::map<std::string, std::string> value_not_compared = {
+    {"cuDeviceGetAttribute(83, dev=0)", "MANAGED_MEMORY: managed memory is not modelled"},
+    {"cuDeviceGetAttribute(110, dev=0)",
+     "GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: the VMM API is not modelled"},
+    {"cuDeviceGetAttribute(124, dev=0)", "DMA_BUF_SUPPORTED: dma-buf is not modelled"},
+};
+
+std::vector<std::string> real_transcript() {
+  std::ifstream in(P2PSIM_SOURCE_DIR "/tests/data/cuda_probe/h100_cuda13.txt");
+  REQUIRE(in.good());
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l[0] != '#') lines.push_back(l);
+  return lines;
+}
+
+std::string call_of(const std::string& line) {
+  const size_t arrow = line.find(" -> ");
+  return arrow == std::string::npos ? line : line.substr(0, arrow);
+}
+
+// "CUDA_SUCCESS" of "call -> CUDA_SUCCESS value=1".
+std::string result_of(const std::string& line) {
+  const size_t arrow = line.find(" -> ");
+  if (arrow == std::string::npos) return "";
+  const std::string rest = line.substr(arrow + 4);
+  return rest.substr(0, rest.find(' '));
+}
+
+bool same(const std::string& real, const std::string& model) {
+  if (real == model) return true;
+  auto it = value_not_compared.find(call_of(real));
+  return it != value_not_compared.end() && call_of(model) == it->first &&
+         result_of(model) == result_of(real);
+}
+
+}  // namespace
+
+TEST_CASE("CUDA model matches the real driver's transcript (H100, driver 580, CUDA 13)",
+          "[cuda][real-driver]") {
+  world_config c = gpus(1);
+  c.gpu.vram_bytes = 1ull << 30;  // room for the probe's 100 MiB and larger allocations
+  c.gpu.name = "NVIDIA H100 80GB HBM3";
+  world w(c);
+  std::vector<std::string> model;
+  cuda_probe::run([&](const std::string& s) { model.push_back(s); });
+  const std::vector<std::string> real = real_transcript();
+
+  // Every differing line, with its neighbours, as a readable diff.
+  std::ostringstream diff;
+  int differences = 0;
+  const size_t n = std::max(real.size(), model.size());
+  for (size_t i = 0; i < n; ++i) {
+    const std::string r = i < real.size() ? real[i] : "(end of transcript)";
+    const std::string m = i < model.size() ? model[i] : "(end of transcript)";
+    if (same(r, m)) continue;
+    if (++differences > 40) continue;
+    diff << "line " << i + 1 << ":\n  real:  " << r << "\n  model: " << m << "\n";
+  }
+  INFO("transcript differences (real H100 vs model), " << differences << " in all:\n"
+                                                       << diff.str());
+  CHECK(real.size() == model.size());
+  CHECK(differences == 0);
+  // The comparison is not vacuous: the transcript covers every section.
+  CHECK(real.size() > 300);
+  CHECK(real.back() == "== end");
+}
