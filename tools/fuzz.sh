@@ -3,13 +3,13 @@
 # repository's own inputs, for FUZZ_SECONDS (default 60). Prints executions and crashes per
 # target and exits 1 if any target found a crash, a sanitizer report, a timeout or an
 # out-of-memory; the input that did it is kept in BUILD/findings/.
-# Usage: tools/fuzz.sh BUILD_DIR [TARGET...]   (targets: topology scenario litmus nccl)
+# Usage: tools/fuzz.sh BUILD_DIR [TARGET...]   (targets: topology scenario litmus nccl driver)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: tools/fuzz.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(topology scenario litmus nccl)
+[ ${#targets[@]} -eq 0 ] && targets=(topology scenario litmus nccl driver)
 seconds=${FUZZ_SECONDS:-60}
 
 # Seeds: every input of that kind the repository has, good and bad.
@@ -34,10 +34,15 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus"
   seeds "$t" | while read -r f; do cp "$f" "$corpus/seed-$(basename "$f")"; done
   dict=()
-  [ "$t" != nccl ] && dict=(-dict=tests/fuzz/yaml.dict)
+  max_len=16384
+  case "$t" in
+    nccl) ;;
+    driver) max_len=4096 ;;  # 255 commands of 16 bytes: sequences longer than the property test's
+    *) dict=(-dict=tests/fuzz/yaml.dict) ;;
+  esac
   log="$build/fuzz-$t.log"
   status=0
-  "$build/tests/fuzz/fuzz_$t" "$corpus" "${dict[@]}" -max_total_time="$seconds" -max_len=16384 \
+  "$build/tests/fuzz/fuzz_$t" "$corpus" "${dict[@]}" -max_total_time="$seconds" -max_len="$max_len" \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$build/findings/$t-" >"$log" 2>&1 || status=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

@@ -71,7 +71,7 @@ class harness {
   };
   struct process_slot {
     int pid = 0;
-    int current = -1;  // the reference's index of the current context
+    std::vector<int> stack;  // the context stack (the reference's indexes); the top is current
     std::unique_ptr<peer::regcache> cache;
     std::vector<int> acquired;  // regions handed out by the cache, not yet released
   };
@@ -88,6 +88,7 @@ class harness {
   void expect_eq(long long got, long long want, const std::string& what) const;
 
   process_slot& slot(const command& c);
+  int current(const process_slot& s) const;  // the current context, if alive; else -1
   void new_process(process_slot& s);
   int pick(uint32_t index, size_t count) const { return count ? int(index % count) : -1; }
   int own_pin(uint32_t index) const;

@@ -76,7 +76,6 @@ std::string reference::learn_tokens(int ctx, uint64_t p2p, uint32_t va_space) {
       return "P2P_TOKENS changed for one context (5.6)";
     return "";
   }
-  if (p2p == 0) return "p2pToken 0 (7.2: randomized, 0 means none)";
   for (const auto& o : m_contexts)
     if (o.tokens && o.tokens->second == va_space)
       return "two contexts share a vaSpaceToken (5.6: it names one VA space)";
@@ -97,7 +96,9 @@ bool reference::frame_in_use(int gpu, uint64_t f) const {
 }
 
 bool reference::may_run_out(int ctx, uint64_t size) const {
-  const uint64_t most_pages = round_up(size, 256) / page_bytes + 2;
+  ref_allocation a;
+  a.size = size;
+  const uint64_t most_pages = a.reserve() / page_bytes + 2;
   return frames_free(m_contexts.at(ctx).gpu) < most_pages;
 }
 
@@ -114,15 +115,15 @@ std::string reference::learn_allocation(
   const ref_context& c = m_contexts.at(ctx);
   if (va < uva_begin || va >= uva_end || size > uva_end - va)
     return fmt::format("0x{:x}+0x{:x} is outside the UVA range (7.1)", va, size);
-  // cudaMalloc's alignment; a buffer of a page or more starts on a page (6.2's rounding).
-  if (va % 256 || (size >= page_bytes && va % page_bytes))
+  const ref_allocation mine{c.pid, ctx, va, size, true, std::nullopt, false};
+  if (va % granule_bytes || (size > chunk_bytes && va % chunk_bytes))
     return fmt::format("0x{:x} is not aligned for 0x{:x} bytes", va, size);
   for (const auto& a : m_allocations)
-    if (a.alive && a.pid == c.pid && va < a.end() && a.va < va + size)
+    if (a.alive && a.pid == c.pid && va < a.va + a.reserve() && a.va < va + mine.reserve())
       return fmt::format("0x{:x}+0x{:x} overlaps the live 0x{:x}+0x{:x}", va, size, a.va, a.size);
   auto& pages = m_pages[c.pid];
   std::set<uint64_t> fresh_frames;
-  for (uint64_t n = va / page_bytes; n <= (va + size - 1) / page_bytes; ++n) {
+  for (uint64_t n = mine.first_page(); n <= mine.last_page(); ++n) {
     auto f = frames.find(n);
     if (f == frames.end()) return fmt::format("VA page 0x{:x} has no frame", n * page_bytes);
     auto it = pages.find(n);
@@ -144,7 +145,7 @@ std::string reference::learn_allocation(
                          frame, gpu, frame < m_config.frames ? m_frame_mapped[gpu][frame] : -1,
                          frame < m_config.frames ? m_frame_holds[gpu][frame] : -1);
   }
-  for (uint64_t n = va / page_bytes; n <= (va + size - 1) / page_bytes; ++n) {
+  for (uint64_t n = mine.first_page(); n <= mine.last_page(); ++n) {
     auto& p = pages[n];
     if (p.allocations == 0) {
       p = {ctx, c.gpu, frames.at(n).second, 0};
@@ -152,7 +153,7 @@ std::string reference::learn_allocation(
     }
     ++p.allocations;
   }
-  m_allocations.push_back({c.pid, ctx, va, size, true, std::nullopt, false});
+  m_allocations.push_back(mine);
   return "";
 }
 
@@ -194,7 +195,7 @@ std::vector<expected_callback> reference::free_allocation(int i, int freeing_pid
   a.alive = false;
   auto& pages = m_pages[a.pid];
   std::vector<uint64_t> emptied;
-  for (uint64_t n = a.va / page_bytes; n <= (a.end() - 1) / page_bytes; ++n)
+  for (uint64_t n = a.first_page(); n <= a.last_page(); ++n)
     if (--pages.at(n).allocations == 0) emptied.push_back(n);
   std::vector<expected_callback> out;
   revoke_all(doomed_pins(a.pid, emptied), freeing_pid, out);

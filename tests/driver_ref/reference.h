@@ -21,6 +21,10 @@ namespace p2psim::driver_ref {
 inline constexpr uint64_t page_bytes = 64 * 1024;  // GPU_BOUND_SIZE (guide 6.2)
 inline constexpr uint64_t uva_begin = 1ull << 32;  // below: never GPU memory here
 inline constexpr uint64_t uva_end = 1ull << 40;    // "within the first 40 bits" (7.1)
+// cuMemAlloc's layout as driver 580 shows it (tests/data/cuda_probe): sizes round up to 512 B,
+// buffers above 2 MiB to 2 MiB and start on a 2 MiB boundary.
+inline constexpr uint64_t granule_bytes = 512;
+inline constexpr uint64_t chunk_bytes = 2 << 20;
 
 struct ref_config {
   int gpus = 2;
@@ -43,6 +47,13 @@ struct ref_allocation {
   std::optional<uint64_t> buffer_id;  // once read
   bool sync_memops = false;
   uint64_t end() const { return va + size; }
+  // The bytes it holds: its size rounded up to the allocation granule; the pages it maps.
+  uint64_t reserve() const {
+    return size <= chunk_bytes ? (size + granule_bytes - 1) / granule_bytes * granule_bytes
+                               : (size + chunk_bytes - 1) / chunk_bytes * chunk_bytes;
+  }
+  uint64_t first_page() const { return va / page_bytes; }
+  uint64_t last_page() const { return (va + reserve() - 1) / page_bytes; }
 };
 
 struct ref_page {  // a VA page in use
