@@ -4,23 +4,28 @@
 #include <set>
 
 #include "sim/config/error.h"
+#include "sim/core/program_read.h"
 
 namespace p2psim::core {
 
 namespace {
 
-const std::set<std::string> calls = {"cuInit",       "cuCtxCreate",
-                                     "cuCtxDestroy", "cuMemAlloc",
-                                     "cuMemFree",    "cuPointerSetAttribute",
-                                     "cuMemcpyHtoD", "cuMemcpyDtoH",
-                                     "cuMemcpyDtoD", "cuCtxSynchronize",
-                                     "register",     "deregister",
-                                     "dma",          "wait_dma",
-                                     "sleep",        "exit",
-                                     "link_down"};
+using detail::program_names;
 
-step_spec read_step(const config::node_reader& r, const std::set<std::string>& processes,
-                    std::set<std::string>& buffers, std::set<std::string>& transfers) {
+std::set<std::string> all_calls() {
+  std::set<std::string> calls = {"cuInit",           "cuCtxCreate",  "cuCtxDestroy", "cuMemAlloc",
+                                 "cuMemFree",        "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyDtoD",
+                                 "cuCtxSynchronize", "register",     "deregister",   "dma",
+                                 "wait_dma",         "sleep",        "exit",         "link_down"};
+  calls.insert(detail::api_calls().begin(), detail::api_calls().end());
+  return calls;
+}
+
+step_spec read_step(const config::node_reader& r, program_names& names) {
+  static const std::set<std::string> calls = all_calls();
+  const auto& processes = names.processes;
+  auto& buffers = names.buffers;
+  auto& transfers = names.transfers;
   step_spec s;
   s.loc = r.loc();
   s.call = r.str("call");
@@ -29,12 +34,25 @@ step_spec read_step(const config::node_reader& r, const std::set<std::string>& p
     for (const auto& c : calls) list += (list.empty() ? "" : ", ") + c;
     r.fail("call", "unknown call '" + s.call + "' (one of: " + list + ")");
   }
-  // sleep, wait_dma and the fault link_down belong to no process; the others run as one.
-  const bool needs_process = s.call != "sleep" && s.call != "wait_dma" && s.call != "link_down";
+  // sleep, wait_dma, the callbacks check and the fault link_down belong to no process; the
+  // others run as one.
+  const bool needs_process =
+      s.call != "sleep" && s.call != "wait_dma" && s.call != "link_down" && s.call != "callbacks";
   s.process = needs_process ? r.str("process") : r.str("process", "");
   if ((needs_process || !s.process.empty()) && !processes.count(s.process))
     r.fail("process", "no process '" + s.process + "' in `processes`");
   s.expect = r.str("expect", "ok");
+  detail::check_result_name(r, "expect", s.expect);
+  if (detail::is_api_call(s.call)) {
+    detail::read_api_step(r, s, names);
+    r.done();
+    return s;
+  }
+  if (s.call == "dma" && r.has("pin")) {  // through a pin's bus addresses, not the cache
+    detail::read_pin_dma(r, s, names);
+    r.done();
+    return s;
+  }
   auto buffer = [&] {
     s.buffer = r.str("buffer");
     if (!buffers.count(s.buffer))
@@ -46,7 +64,7 @@ step_spec read_step(const config::node_reader& r, const std::set<std::string>& p
     s.size = r.size("size");
     buffers.insert(s.name);
   }
-  if (s.call == "cuMemFree" || s.call == "cuPointerSetAttribute") buffer();
+  if (s.call == "cuMemFree") buffer();
   if (s.call.rfind("cuMemcpy", 0) == 0) {
     buffer();
     s.offset = r.size("offset", 0);
@@ -110,19 +128,20 @@ program_spec read_program(const config::node_reader& root) {
     d->done();
     p.peer = s;
   }
-  std::set<std::string> processes;
+  program_names names;
+  names.peer_driver = p.peer.has_value();
   if (root.has("processes"))
     for (const auto& name : root.string_list("processes")) {
-      if (!processes.insert(name).second)
+      if (!names.processes.insert(name).second)
         root.fail("processes", "duplicate process '" + name + "'");
       p.processes.push_back(name);  // file order: the first is pid 100, the next 101, ...
     }
-  std::set<std::string> buffers, transfers;
   for (const auto& s : root.optional_list("program")) {
-    p.steps.push_back(read_step(s, processes, buffers, transfers));
+    p.steps.push_back(read_step(s, names));
     const auto& st = p.steps.back();
-    if ((st.call == "register" || st.call == "deregister" || st.call == "dma") && !p.peer)
-      s.fail("call", "`" + st.call + "` needs a `peer_driver` section");
+    const bool through_cache =
+        st.call == "register" || st.call == "deregister" || (st.call == "dma" && st.pin.empty());
+    if (through_cache && !p.peer) s.fail("call", "`" + st.call + "` needs a `peer_driver` section");
   }
   return p;
 }
@@ -143,6 +162,11 @@ void check_program(const program_spec& p, const topo::topology& t) {
       const auto* d = t.find_device(s.device);
       if (!d || d->type != topo::device_type::gpu)
         throw config::error(s.loc, "device", "'" + s.device + "' is not a GPU in " + t.file);
+    }
+    for (const auto& [key, engine] : {std::pair{"peer", s.peer}, {"mapping", s.mapping}}) {
+      const auto* d = engine.empty() ? nullptr : t.find_device(engine);
+      if (!engine.empty() && (!d || d->type != topo::device_type::dma_engine))
+        throw config::error(s.loc, key, "'" + engine + "' is not a DMA engine in " + t.file);
     }
     if (s.call == "link_down" && std::none_of(t.links.begin(), t.links.end(),
                                               [&](const auto& l) { return l.down == s.device; }))

@@ -34,26 +34,84 @@ struct peer_spec {     // the DMA device's kernel driver and registration cache 
   config::source_loc loc;
 };
 
+// What a cuPointerGetAttribute(s) value must be (docs/formats-scenario.md, "Pointer
+// attributes"). P2P_TOKENS compares both tokens.
+struct value_spec {
+  enum class kind {
+    any,          // no check
+    number,       // a number, true / false (1 / 0), a CU_MEMORYTYPE_* name, NULL (0)
+    buffer,       // an earlier buffer's address + offset
+    same_as,      // the value an earlier attribute stored under `ref`
+    differs_from  // anything but that value
+  };
+  kind what = kind::any;
+  uint64_t number = 0;
+  std::string ref;      // buffer, same_as, differs_from: the name
+  uint64_t offset = 0;  // buffer: added to its address
+};
+
+// One attribute of a cuPointerGetAttribute(s) step.
+struct attribute_spec {
+  int attribute = 0;  // CUpointer_attribute
+  std::string name;   // as written: BUFFER_ID, CU_POINTER_ATTRIBUTE_BUFFER_ID or a number
+  value_spec value;
+  std::string store;  // non-empty: the value read is kept under this name
+};
+
+// The tokens an nv-p2p call passes (guide 5.6, 7.2).
+struct tokens_spec {
+  enum class kind {
+    zero,       // 0, 0: the caller's own memory
+    named,      // stored by an earlier cuPointerGetAttribute(s) of P2P_TOKENS
+    literal,    // written as numbers
+    of_the_pin  // put_pages: those the pin was made with (the default there)
+  };
+  kind what = kind::zero;
+  std::string name;
+  uint64_t p2p_token = 0;
+  uint32_t va_space_token = 0;
+};
+
 // One call of the program. `expect` is what it must return ("ok" = CUDA_SUCCESS or 0).
 struct step_spec {
-  std::string process;  // "" for sleep / wait steps
+  std::string process;  // "" for sleep / wait / callbacks steps
   std::string call;     // cuInit, cuCtxCreate, cuCtxDestroy, cuMemAlloc, cuMemFree,
-                        // cuPointerSetAttribute, cuMemcpyHtoD, cuMemcpyDtoH,
-                        // cuMemcpyDtoD, cuCtxSynchronize, register, deregister, dma,
-                        // wait_dma, sleep, exit; the fault link_down
+                        // cuPointer{Get,Set}Attribute, cuPointerGetAttributes,
+                        // cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyDtoD, cuCtxSynchronize,
+                        // nvidia_p2p_*, callbacks, register, deregister, dma, wait_dma,
+                        // sleep, exit; the fault link_down
   std::string device;   // cuCtxCreate: a GPU; link_down: the node below the link
   std::string buffer;   // the name a cuMemAlloc gave
   std::string to;       // cuMemcpyDtoD: the destination buffer
   std::string name;     // cuMemAlloc: names the buffer; dma: names the transfer
   uint64_t size = 0, offset = 0;
   bool write = true;              // dma: seen from the DMA device
-  int count = 1;                  // dma: repetitions
+  int count = 1;                  // dma: repetitions; callbacks: how many must have run
   double every_ns = 0;            // dma: one repetition starts every this often (0: back to back)
   bool wait = true;               // dma: wait for it (false: it runs while the program goes on)
   bool async = false;             // cuMemcpy*: the Async form (on the NULL stream)
   bool relaxed_ordering = false;  // dma: attributes of the device's requests
   bool id_based_ordering = false;
   double time_ns = 0;  // sleep
+  // Raw nv-p2p calls and pointer attributes (program_read_api.cpp).
+  std::string pin;        // a pin's name: get_pages names it, later steps use it
+  bool null_pin = false;  // `pin: NULL`: the page table pointer is NULL
+  bool has_va = false;    // va: (nv-p2p calls) or ptr: (pointer attributes) instead of buffer
+  uint64_t va = 0;
+  bool has_size = false;                // size: was written
+  tokens_spec tokens;                   // get_pages, put_pages
+  std::string callback = "free_table";  // get_pages: what its free callback does
+  std::string callback_buffer;          // callback get_pages: pins this buffer ("" = its own range)
+  uint32_t flags = 0;                   // the persistent calls
+  std::string peer;                     // dma_map / dma_unmap / dma through a pin: a DMA engine
+                                        // ("" = the peer_driver's device)
+  bool null_peer = false;               // `peer: NULL`
+  std::string mapping;        // dma_unmap / free_dma_mapping: whose mapping ("" = `peer`'s)
+  bool null_mapping = false;  // `mapping: NULL`
+  std::vector<attribute_spec> attributes;  // cuPointerGetAttribute: one; ...Attributes: several
+  uint32_t set_value = 1;                  // cuPointerSetAttribute
+  bool verify = true;                      // dma through a pin: compare every byte with VRAM
+  std::string returned;  // callbacks: what the call inside the last callback returned ("" = any)
   std::string expect = "ok";
   config::source_loc loc;
 };

@@ -8,6 +8,7 @@
 #include "models/driver/kernel/kernel.h"
 #include "models/link/stream_log.h"
 #include "sim/core/driver_gpus.h"
+#include "sim/core/program_read.h"
 
 namespace p2psim::core {
 
@@ -115,25 +116,29 @@ void program_runner::main() {
     m_doing = fmt::format("step {} ({} {}) at {}", i, s.process, s.call, s.loc.str());
     uint64_t start = link::now_ps();
     std::string result;
+    m_check.clear();
+    m_step_values = nullptr;
     try {
       result = run_step(s);
     } catch (const std::exception& e) {  // a model bug: reported, never a crash
       result = std::string("internal error: ") + e.what();
     }
     wait_driver_time();
-    bool ok = result == s.expect;
-    m_steps.push_back({{"index", i},
-                       {"process", s.process},
-                       {"call", s.call},
-                       {"buffer", s.buffer},
-                       {"result", result},
-                       {"expect", s.expect},
-                       {"ok", ok},
-                       {"start_ns", start / 1000.0},
-                       {"end_ns", link::now_ps() / 1000.0}});
-    if (!ok)
+    bool ok = result == s.expect && m_check.empty();
+    json step = {
+        {"index", i},         {"process", s.process},       {"call", s.call},
+        {"buffer", s.buffer}, {"result", result},           {"expect", s.expect},
+        {"ok", ok},           {"start_ns", start / 1000.0}, {"end_ns", link::now_ps() / 1000.0}};
+    if (!s.pin.empty()) step["pin"] = s.pin;
+    if (!m_step_values.is_null()) step["values"] = m_step_values;
+    if (!m_check.empty()) step["check"] = m_check;
+    m_steps.push_back(std::move(step));
+    if (result != s.expect)
       m_errors.push_back(fmt::format("{}: step {} ({} {}) returned {}, expected {}", s.loc.str(), i,
                                      s.process, s.call, result, s.expect));
+    if (!m_check.empty())
+      m_errors.push_back(
+          fmt::format("{}: step {} ({} {}): {}", s.loc.str(), i, s.process, s.call, m_check));
   }
   m_doing = "waiting for the program's DMAs";
   for (const auto& d : m_dmas)  // let every DMA the program started finish
@@ -155,6 +160,7 @@ std::string program_runner::run_step(const step_spec& s) {
     while (!m_dmas[m_named_dma.at(s.name)].done) wait(m_dma_done);
     return "ok";
   }
+  if (s.call == "callbacks") return callbacks_check(s);
   // Threads of the simulation interleave at every wait(), so `current` is set per call
   // rather than held for a scope.
   const int pid = pid_of(s.process);
@@ -163,6 +169,15 @@ std::string program_runner::run_step(const step_spec& s) {
     m_driver.process_exit(pid);
     return "ok";
   }
+  if (s.call == "dma" && !s.pin.empty()) {  // through a pin's bus addresses
+    dma_result d;
+    d.name = s.name.empty() ? fmt::format("dma{}", m_dmas.size()) : s.name;
+    d.write = s.write;
+    m_dmas.push_back(d);
+    if (!s.name.empty()) m_named_dma[s.name] = m_dmas.size() - 1;
+    return pin_dma(s, pid, m_dmas.size() - 1);
+  }
+  if (detail::is_api_call(s.call)) return p2p_step(s, pid);
   if (s.call == "register" || s.call == "deregister" || s.call == "dma") {
     auto it = m_buffers.find(s.buffer);
     if (it == m_buffers.end()) return "-EINVAL";  // its cuMemAlloc failed

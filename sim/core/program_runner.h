@@ -24,6 +24,10 @@ namespace p2psim::core {
 // "-EINVAL", "-ENOMEM", ... for a negative errno; "ok" for 0.
 std::string errno_name(int r);
 
+// Byte `i` of the data pattern a DMA with this seed sends (its complement marks the
+// destination beforehand).
+uint8_t pattern_byte(uint64_t seed, uint64_t i);
+
 class program_runner : public sc_core::sc_module {
  public:
   program_runner(sc_core::sc_module_name name, fabric_system& sys, const program_spec& p,
@@ -69,6 +73,7 @@ class program_runner : public sc_core::sc_module {
   std::string cuda_step(const step_spec& s, int pid);
   std::string dma(const step_spec& s, int pid, size_t result_index);
   std::string memcpy_step(const step_spec& s);
+  void note_dma_errors(const dma_result& d);  // lost, refused, ... bytes: errors of the run
   uint64_t verify(const buffer& b, uint64_t offset, uint64_t length, uint64_t local, bool write);
   // Where a buffer's bytes live in VRAM, page piece by page piece (kept across a free).
   struct vram_piece {
@@ -76,6 +81,49 @@ class program_runner : public sc_core::sc_module {
     uint64_t vram = 0, length = 0;
   };
   std::vector<vram_piece> vram_pieces(const buffer& b, uint64_t offset, uint64_t length) const;
+
+  // ---- the driver API called directly (program_p2p_steps.cpp) ----
+  // A pin a get_pages step named: what the call handed out, kept as the program got it. The
+  // table pointer is only ever passed back to the API, never read after the get_pages step
+  // (it dies with a revocation): the bus addresses and frames are copied then.
+  struct dma_mapping_copy {
+    nvidia_p2p_dma_mapping_t* mapping = nullptr;  // passed back only, like the table
+    std::vector<uint64_t> bus;                    // its dma_addresses, copied when mapped
+  };
+  struct pin_record {
+    program_runner* runner = nullptr;
+    std::string name;
+    std::string callback;         // what its free callback does (step_spec::callback)
+    std::string callback_buffer;  // callback get_pages: what it pins ("" = its own range)
+    nvidia_p2p_page_table_t* table = nullptr;  // NULL when get_pages failed
+    uint64_t va = 0, length = 0;
+    uint64_t p2p_token = 0;
+    uint32_t va_space_token = 0;
+    bool persistent = false;
+    std::vector<uint64_t> bus;       // BAR1 bus address of each 64 KiB page
+    std::vector<vram_piece> frames;  // the VRAM behind each page when it was pinned
+    std::map<std::string, dma_mapping_copy> mappings;  // by peer device
+    int callbacks = 0;                                 // times its free callback ran
+    std::string callback_result;  // what the call inside the last callback returned
+  };
+  // A value a pointer attribute step stored (`store`): P2P_TOKENS keep both tokens.
+  struct stored_value {
+    uint64_t value = 0;
+    uint32_t va_space_token = 0;
+    bool read = false;  // false: the step that stores it failed
+  };
+  std::string p2p_step(const step_spec& s, int pid);
+  std::string get_pages_step(const step_spec& s, int pid);
+  std::string attribute_step(const step_spec& s, int pid);
+  std::string pin_dma(const step_spec& s, int pid, size_t index);
+  std::string callbacks_check(const step_spec& s);
+  std::string check_value(const attribute_spec& a, uint64_t value, uint32_t va_space_token);
+  static void pin_free_callback(void* data);
+  void run_free_callback(pin_record& p);
+  std::pair<uint64_t, uint32_t> tokens_of(const tokens_spec& t, const pin_record* pin) const;
+  pci_dev* peer_device(const std::string& engine);  // "" = the peer_driver's device
+  const std::string& peer_name(const std::string& engine) const;
+  pin_record* pin_of(const step_spec& s);  // nullptr for `pin: NULL`
   void write_gpu(const std::vector<vram_piece>& where, const std::vector<uint8_t>& bytes);
   uint64_t escaped_bytes(const std::vector<vram_piece>& where, const std::vector<uint8_t>& now,
                          const std::vector<uint8_t>& before, uint64_t landed);
@@ -105,7 +153,14 @@ class program_runner : public sc_core::sc_module {
   std::map<std::string, registration> m_registered;  // by buffer
   std::map<std::string, size_t> m_named_dma;
   std::vector<dma_result> m_dmas;
-  std::map<std::string, bar1_peak> m_bar1_peak;  // per GPU
+  std::map<std::string, bar1_peak> m_bar1_peak;            // per GPU
+  std::vector<std::unique_ptr<pin_record>> m_pin_records;  // every pin made, never freed:
+                                                           // free callbacks point at them
+  std::map<std::string, pin_record*> m_pins;               // by name: the latest
+  std::map<std::string, pci_dev> m_peer_devices;           // DMA engines as peers, by name
+  std::map<std::string, stored_value> m_stored;
+  nlohmann::json m_step_values;  // what the current step read (pointer attributes)
+  std::string m_check;           // why the current step's check failed ("" when it passed)
   sc_core::sc_event m_dma_done;
   nlohmann::json m_steps = nlohmann::json::array();
   std::vector<std::string> m_errors;

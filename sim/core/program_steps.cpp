@@ -41,16 +41,11 @@ std::string errno_name(int r) {
   return std::to_string(r);
 }
 
-namespace {
-
-// The byte pattern of a DMA repetition, and its complement for the destination.
 uint8_t pattern_byte(uint64_t seed, uint64_t i) {
   uint64_t x = (seed + i / 8) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
   x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
   return uint8_t((x * 0x2545F4914F6CDD1Dull) >> (8 * (i % 8)));
 }
-
-}  // namespace
 
 std::string program_runner::cuda_step(const step_spec& s, int pid) {
   if (s.call == "cuInit") return cu_name(cuInit(0));
@@ -76,10 +71,6 @@ std::string program_runner::cuda_step(const step_spec& s, int pid) {
   }
   auto it = m_buffers.find(s.buffer);
   const buffer b = it == m_buffers.end() ? buffer{0, 0, pid, false} : it->second;  // failed alloc
-  if (s.call == "cuPointerSetAttribute") {
-    unsigned int flag = 1;
-    return cu_name(cuPointerSetAttribute(&flag, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, b.va));
-  }
   // cuMemFree: the free callback runs inside it, and may wait for in-flight DMA (6.4).
   CUresult r = cuMemFree(b.va);
   if (r == CUDA_SUCCESS) it->second.live = false;
@@ -271,6 +262,11 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
   dma_result& d = m_dmas[index];
   d.done = true;
   m_dma_done.notify(SC_ZERO_TIME);
+  note_dma_errors(d);
+  return result;
+}
+
+void program_runner::note_dma_errors(const dma_result& d) {
   if (d.failed)
     m_errors.push_back(
         fmt::format("{}: {} of {} bytes refused by the fabric", d.name, d.failed, d.bytes));
@@ -287,7 +283,6 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
   if (d.mismatched)
     m_errors.push_back(
         fmt::format("{}: {} bytes differ between GPU memory and the device", d.name, d.mismatched));
-  return result;
 }
 
 json program_runner::results() const {

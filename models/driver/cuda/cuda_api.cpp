@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/driver/cuda/cu_result_names.h"
 #include "models/driver/cuda/cuda_state.h"
 
 namespace p2psim::cuda::detail {
@@ -205,31 +206,8 @@ CUresult cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWritesTarget target,
 
 CUresult cuGetErrorName(CUresult error, const char** pStr) {
   if (!pStr) return CUDA_ERROR_INVALID_VALUE;
-  switch (error) {
-#define P2PSIM_NAME(e) \
-  case e:              \
-    *pStr = #e;        \
-    return CUDA_SUCCESS;
-    P2PSIM_NAME(CUDA_SUCCESS)
-    P2PSIM_NAME(CUDA_ERROR_INVALID_VALUE)
-    P2PSIM_NAME(CUDA_ERROR_OUT_OF_MEMORY)
-    P2PSIM_NAME(CUDA_ERROR_NOT_INITIALIZED)
-    P2PSIM_NAME(CUDA_ERROR_DEINITIALIZED)
-    P2PSIM_NAME(CUDA_ERROR_NO_DEVICE)
-    P2PSIM_NAME(CUDA_ERROR_INVALID_DEVICE)
-    P2PSIM_NAME(CUDA_ERROR_INVALID_CONTEXT)
-    P2PSIM_NAME(CUDA_ERROR_INVALID_HANDLE)
-    P2PSIM_NAME(CUDA_ERROR_NOT_FOUND)
-    P2PSIM_NAME(CUDA_ERROR_NOT_READY)
-    P2PSIM_NAME(CUDA_ERROR_ILLEGAL_ADDRESS)
-    P2PSIM_NAME(CUDA_ERROR_CONTEXT_IS_DESTROYED)
-    P2PSIM_NAME(CUDA_ERROR_NOT_PERMITTED)
-    P2PSIM_NAME(CUDA_ERROR_NOT_SUPPORTED)
-    P2PSIM_NAME(CUDA_ERROR_UNKNOWN)
-#undef P2PSIM_NAME
-  }
-  *pStr = nullptr;
-  return CUDA_ERROR_INVALID_VALUE;
+  *pStr = p2psim::cuda::cu_result_name(error);
+  return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 // ---- contexts ----

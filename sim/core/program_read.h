@@ -1,0 +1,36 @@
+// What the program reader knows while it reads the steps in order: the names earlier steps
+// made, so that a step naming anything else is refused at its line (program.cpp,
+// program_read_api.cpp).
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "sim/config/reader.h"
+#include "sim/core/program.h"
+
+namespace p2psim::core::detail {
+
+struct program_names {
+  std::set<std::string> processes;
+  std::set<std::string> buffers;        // by cuMemAlloc
+  std::set<std::string> transfers;      // by dma steps with a name
+  std::set<std::string> pins;           // by nvidia_p2p_get_pages(_persistent)
+  std::set<std::string> stored;         // by `store` of a pointer attribute
+  std::set<std::string> stored_tokens;  // the stored ones that hold P2P_TOKENS
+  bool peer_driver = false;             // the scenario has a `peer_driver` section
+};
+
+// The nv-p2p calls, the pointer attribute calls and the `callbacks` check.
+bool is_api_call(const std::string& call);
+const std::set<std::string>& api_calls();
+// Reads the keys of such a step (process, expect and call are read already).
+void read_api_step(const config::node_reader& r, step_spec& s, program_names& names);
+// A `dma` step through a pin's bus addresses (`pin:` instead of `buffer:`).
+void read_pin_dma(const config::node_reader& r, step_spec& s, program_names& names);
+// "ok", an errno the nv-p2p API returns (-EINVAL, ...) or a CUresult name: what a step's
+// `expect` may say. Fails at `key` otherwise.
+void check_result_name(const config::node_reader& r, const std::string& key,
+                       const std::string& value);
+
+}  // namespace p2psim::core::detail
