@@ -36,7 +36,8 @@ format:
 # unwound, so its locals would show as leaks anyway): both are off.
 sanitize: deps
 	@cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DP2PSIM_SANITIZE=ON >/dev/null
-	@cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target unit_tests model_tests conformance_tests
+	@cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target unit_tests model_tests conformance_tests \
+	  c_headers_tests
 	@cd $(SANITIZE_BUILD) && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 \
 	  ASAN_OPTIONS=detect_stack_use_after_return=0:detect_leaks=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
