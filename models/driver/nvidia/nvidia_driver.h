@@ -24,7 +24,6 @@
 
 namespace p2psim::nv {
 
-
 // What the driver manages on one GPU: the GPU model's own BAR1 page table and VRAM, and what
 // its kernels see of RDMA writes (guide 5.7), which CUDA synchronization and flushes change.
 struct gpu_resources {
@@ -89,7 +88,6 @@ class nvidia_driver {
     int gpu = 0;
     uint64_t p2p_token = 0;       // randomized (guide 7.2)
     uint32_t va_space_token = 0;  // one per context: tokens identify a GPU VA space (5.6)
-    bool alive = true;
   };
   struct allocation {
     uint64_t va = 0, size = 0;
@@ -135,6 +133,10 @@ class nvidia_driver {
   // nvidia_p2p_get_pages calls on this GPU refused with -ENOMEM because BAR1 was full.
   uint64_t bar1_exhausted(int gpu) const { return m_gpus.at(gpu).bar1_exhausted; }
   size_t live_pins() const { return m_pins.size(); }
+  // What the driver keeps of contexts and processes: the live ones only (destroyed contexts
+  // and exited processes leave nothing behind).
+  size_t live_contexts() const { return m_contexts.size(); }
+  size_t known_processes() const { return m_processes.size(); }
   // Simulated time the calls since the last take cost (pinning is slow: guide 5.1).
   double take_elapsed_ns();
 
@@ -166,6 +168,7 @@ class nvidia_driver {
   process_state& process(kernel::pid_t pid);
   const context* context_of_tokens(uint64_t p2p_token, uint32_t va_space_token) const;
   void free_allocation(kernel::pid_t pid, uint64_t va, const std::string& why);
+  void forget_context(int ctx);
   // The pins the NVIDIA driver tracks, by the page table it handed out.
   pin* live_pin(const nvidia_p2p_page_table_t* t) const;
   bool recently_dead(const nvidia_p2p_page_table_t* t) const;
@@ -175,12 +178,12 @@ class nvidia_driver {
   driver_config m_config;
   uint64_t m_serial;
   std::vector<gpu_state> m_gpus;
-  std::map<int, context> m_contexts;
+  std::map<int, context> m_contexts;                      // live ones
   std::map<std::pair<uint64_t, uint32_t>, int> m_tokens;  // of live contexts
   std::map<kernel::pid_t, process_state> m_processes;
-  std::map<uint64_t, std::unique_ptr<pin>> m_pins;                // live, by id
-  std::map<const nvidia_p2p_page_table_t*, uint64_t> m_pin_of;    // live, by table
-  std::deque<std::unique_ptr<pin>> m_quarantine;                  // the last dead pins
+  std::map<uint64_t, std::unique_ptr<pin>> m_pins;                      // live, by id
+  std::map<const nvidia_p2p_page_table_t*, uint64_t> m_pin_of;          // live, by table
+  std::deque<std::unique_ptr<pin>> m_quarantine;                        // the last dead pins
   std::map<const nvidia_p2p_dma_mapping_t*, uint64_t> m_mapping_owner;  // live mappings
   std::mt19937_64 m_rng;
   int m_next_ctx = 1;

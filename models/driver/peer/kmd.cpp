@@ -63,6 +63,15 @@ int kmd::unpin(kmd_region* r) {
   return ret;
 }
 
+int kmd::forget(kmd_region* r) {
+  if (!r || !r->invalidated) return -EINVAL;
+  auto it =
+      std::find_if(m_regions.begin(), m_regions.end(), [&](const auto& p) { return p.get() == r; });
+  if (it == m_regions.end()) return -EINVAL;
+  m_regions.erase(it);
+  return 0;
+}
+
 int kmd::dma_segments(const kmd_region& r, uint64_t address, uint64_t length, uint64_t local_offset,
                       std::vector<bus_segment>& out) const {
   if (r.invalidated || !length || address < r.va || address - r.va > r.size ||

@@ -57,6 +57,10 @@ class kmd {
   // The guide's unpin_memory (6.3); -EINVAL if the region was revoked meanwhile (its page
   // table is already gone and must not be used).
   int unpin(kmd_region* r);
+  // Drops the record of a revoked region, whose page table the free callback already freed:
+  // what its owner does once it has seen the revocation (unpin refuses such a region), so
+  // revoked regions do not pile up. -EINVAL for a region that is not revoked or not known.
+  int forget(kmd_region* r);
   // Descriptors for [address, address + length) of a pinned region, one per contiguous run
   // of bus addresses; -EINVAL outside the region or after revocation.
   int dma_segments(const kmd_region& r, uint64_t address, uint64_t length, uint64_t local_offset,

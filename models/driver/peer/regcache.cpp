@@ -18,9 +18,12 @@ bool regcache::still_valid(const entry& e) const {
   return rc == CUDA_SUCCESS && id == e.buffer_id;
 }
 
-void regcache::drop(std::list<entry>::iterator it, bool unpin) {
+void regcache::drop(std::list<entry>::iterator it) {
   m_stats.pinned_bytes -= it->region->size;
-  if (unpin && !it->region->invalidated) m_kmd.unpin(it->region);
+  if (it->region->invalidated)
+    m_kmd.forget(it->region);  // revoked: nothing to unpin, only the record to drop
+  else
+    m_kmd.unpin(it->region);
   m_entries.erase(it);
 }
 
@@ -28,7 +31,7 @@ bool regcache::evict_one() {
   for (auto it = m_entries.rbegin(); it != m_entries.rend(); ++it)
     if (it->users == 0) {
       ++m_stats.evictions;
-      drop(std::next(it).base(), true);
+      drop(std::next(it).base());
       return true;
     }
   return false;
@@ -40,7 +43,7 @@ int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
     if (address < it->pointer || address - it->pointer + size > it->size) continue;
     if (!still_valid(*it)) {  // freed or reallocated since: invalidate, then re-pin (6.5)
       ++m_stats.tag_invalidations;
-      if (it->users == 0) drop(it, true);  // (a revoked region is not unpinned again)
+      if (it->users == 0) drop(it);  // (a revoked region is not unpinned again)
       break;
     }
     ++m_stats.hits;
@@ -92,7 +95,7 @@ void regcache::release(kmd_region* r) {
   auto it = std::find_if(m_entries.begin(), m_entries.end(),
                          [&](const entry& e) { return e.region == r; });
   if (it == m_entries.end()) return;  // revoked meanwhile
-  if (--it->users == 0 && !m_params.enabled) drop(it, true);
+  if (--it->users == 0 && !m_params.enabled) drop(it);
 }
 
 }  // namespace p2psim::peer
