@@ -37,7 +37,8 @@ format:
 sanitize: deps
 	@cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DP2PSIM_SANITIZE=ON >/dev/null
 	@cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target unit_tests model_tests conformance_tests \
-	  driver_property_tests
+	  driver_property_tests \
+	  c_headers_tests
 	@cd $(SANITIZE_BUILD) && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 \
 	  ASAN_OPTIONS=detect_stack_use_after_return=0:detect_leaks=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/bench/pins.h"
+
 namespace p2psim::bench {
 
 // One `p2psim run` of a case, from its --json document.
@@ -106,6 +108,8 @@ struct report {
   std::string scale_fidelity;
   uint64_t scale_chunk = 0;
   std::vector<scale_point> scale;
+  uint64_t pin_cycles = 0;  // --pins: cycles of each kind run (0: none)
+  std::vector<pin_run> pins;
 };
 
 void print_report(std::ostream& os, const report& r);

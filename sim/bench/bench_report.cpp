@@ -113,6 +113,7 @@ void print_report(std::ostream& os, const report& r) {
     print_floor(os, r);
   }
   print_scale(os, r);
+  print_pin_runs(os, r.pins);
 }
 
 json to_json(const report& r) {
@@ -148,6 +149,11 @@ json to_json(const report& r) {
                   {"fidelity", r.scale_fidelity},
                   {"chunk_bytes", r.scale_chunk},
                   {"points", points}};
+  }
+  if (!r.pins.empty()) {
+    json runs = json::array();
+    for (const auto& p : r.pins) runs.push_back(to_json(p));
+    j["pins"] = {{"cycles", r.pin_cycles}, {"runs", runs}};
   }
   return j;
 }

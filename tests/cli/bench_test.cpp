@@ -142,6 +142,52 @@ TEST_CASE("bench: scaling sizes above the case's transfer run as repetitions of 
   CHECK(out.find("Scaling: write_1g at burst fidelity") != std::string::npos);
 }
 
+TEST_CASE("bench: --pins runs every kind of pin cycle, counted and checkpointed",
+          "[cli][bench][pins]") {
+  std::string out;
+  json j = bench_json("--pins 2500", "bench_pins.json", &out);
+  CHECK(j["cases"].empty());  // the pin cycles alone
+  CHECK(j["pins"]["cycles"] == 2500);
+  const json& runs = j["pins"]["runs"];
+  std::vector<std::string> kinds;
+  for (const auto& r : runs) kinds.push_back(r["kind"]);
+  CHECK(kinds == std::vector<std::string>{"get_put", "alloc_free", "revoke", "kmd", "regcache"});
+  for (const auto& r : runs) {
+    INFO(r["kind"]);
+    CHECK(r["cycles"] == 2500);
+    const json& points = r["checkpoints"];
+    REQUIRE(points.size() == 2);  // after 1,000 cycles and after all
+    CHECK(points[0]["cycles"] == 1000);
+    CHECK(points[1]["cycles"] == 2500);
+    for (const auto& p : points) {
+      CHECK(p["ns_per_cycle"].get<double>() > 0);
+      CHECK(p["cpu_ns_per_cycle"].get<double>() >= 0);
+      CHECK(p["rss_kib"].get<uint64_t>() > 0);
+      CHECK(p["live_pins"] == 0);                    // between cycles nothing is pinned ...
+      CHECK(p["kmd_regions"].get<uint64_t>() <= 1);  // ... nor piles up
+      CHECK(p["events_kept"].get<uint64_t>() <= 1000);
+      CHECK(p["driver_contexts"] == 1);
+    }
+    CHECK(points[1]["wall_seconds"].get<double>() >= points[0]["wall_seconds"].get<double>());
+    // Every cycle pinned once, and released or (revoke, regcache) revoked once.
+    const json& d = r["driver"];
+    CHECK(d["pins"] == 2500);
+    const bool revoked = r["kind"] == "revoke" || r["kind"] == "regcache";
+    CHECK(d["unpins"] == (revoked ? 0 : 2500));
+    CHECK(d["callbacks"] == (revoked ? 2500 : 0));
+    CHECK(d["refused"] == 0);
+    // The callbacks' events beyond the first 1,000 are counted, not kept.
+    CHECK(d["events_dropped"] == (revoked ? 1500 : 0));
+  }
+  CHECK(out.find("Pin/unpin cycles") != std::string::npos);
+
+  j = bench_json("--pins 10 --pin-cycles kmd", "bench_pins_kmd.json");
+  REQUIRE(j["pins"]["runs"].size() == 1);
+  CHECK(j["pins"]["runs"][0]["kind"] == "kmd");
+  CHECK(j["pins"]["runs"][0]["checkpoints"].size() == 1);  // fewer than 1,000: at the end only
+  CHECK(j["pins"]["runs"][0]["driver"]["pins"] == 10);
+}
+
 TEST_CASE("bench: bad options exit 2 and say what is wrong", "[cli][bench][bad]") {
   struct bad {
     std::string args, words;
@@ -156,6 +202,8 @@ TEST_CASE("bench: bad options exit 2 and say what is wrong", "[cli][bench][bad]"
            bad{"--repeat 0", "--repeat"},
            bad{"--cpu 100000", "--cpu"},
            bad{"--floor 1000 --result-file x.json", "expected TRANSACTIONS,HOPS"},
+           bad{"--pins 10 --pin-cycles get_put,nope", "no pin cycle 'nope'"},
+           bad{"--pin-cycles kmd", "needs --pins"},
        }) {
     auto r = run_cli("bench " + b.args);
     INFO("bench " << b.args << "\nstderr: " << r.err);

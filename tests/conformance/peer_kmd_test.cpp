@@ -89,6 +89,28 @@ TEST_CASE("6.4: the free callback waits for pending transfers before freeing the
   CHECK(k.unpin(r) == -EINVAL);
   std::vector<peer::bus_segment> segs;
   CHECK(k.dma_segments(*r, va, 16, 0, segs) == -EINVAL);  // no DMA from a revoked region
+  // Its record stays until the owner, having seen the revocation, forgets it.
+  CHECK(k.regions().size() == 1);
+  CHECK(k.forget(r) == 0);
+  CHECK(k.regions().empty());
+}
+
+TEST_CASE("6.4: only a revoked region can be forgotten, and only once", "[peer]") {
+  p2p_world w;
+  uint64_t va = w.alloc(2 * k64);
+  pci_dev nic{"nic0", 0x0400, nullptr};
+  peer::kmd k(&nic, false);
+  peer::kmd_region *live = nullptr, *revoked = nullptr;
+  REQUIRE(k.pin(va, k64, &live) == 0);
+  CHECK(k.forget(live) == -EINVAL);  // still pinned: unpin it instead
+  CHECK(k.forget(nullptr) == -EINVAL);
+  REQUIRE(k.unpin(live) == 0);
+  uint64_t other = w.alloc(k64);
+  REQUIRE(k.pin(other, k64, &revoked) == 0);
+  REQUIRE(w.driver.mem_free(100, other));
+  REQUIRE(revoked->invalidated);
+  REQUIRE(k.forget(revoked) == 0);
+  CHECK(k.regions().empty());
 }
 
 TEST_CASE("6.3: unpinning returns the BAR1 pages", "[peer]") {

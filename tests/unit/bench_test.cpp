@@ -98,3 +98,20 @@ TEST_CASE("bench: the floor's size option", "[bench]") {
        {"", "1000", "0,3", "1000,0", "1000,999", "1000,64001", "-5,3", "5,-30", "1000,3,4", "a,b"})
     CHECK_THROWS_AS(parse_floor_size(bad), p2psim::config::error);
 }
+
+TEST_CASE("bench: pin cycles are timed at every power of ten from 1,000 and at the end",
+          "[bench][pins]") {
+  CHECK(pin_checkpoints(0).empty());
+  CHECK(pin_checkpoints(10) == std::vector<uint64_t>{10});
+  CHECK(pin_checkpoints(1000) == std::vector<uint64_t>{1000});
+  CHECK(pin_checkpoints(2500) == std::vector<uint64_t>{1000, 2500});
+  CHECK(pin_checkpoints(10'000'000) ==
+        std::vector<uint64_t>{1000, 10'000, 100'000, 1'000'000, 10'000'000});
+}
+
+TEST_CASE("bench: pin cycle kinds are checked by name", "[bench][pins]") {
+  CHECK(parse_pin_cycle_kinds("kmd,get_put", "--pin-cycles") ==
+        std::vector<std::string>{"kmd", "get_put"});
+  CHECK_THROWS_AS(parse_pin_cycle_kinds("kmd,", "--pin-cycles"), p2psim::config::error);
+  CHECK_THROWS_AS(parse_pin_cycle_kinds("pin", "--pin-cycles"), p2psim::config::error);
+}

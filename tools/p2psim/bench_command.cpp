@@ -18,6 +18,7 @@
 
 #include "sim/bench/bench.h"
 #include "sim/bench/floor.h"
+#include "sim/bench/pin_cycles.h"
 #include "sim/config/error.h"
 #include "sim/config/units.h"
 #include "sim/core/scenario.h"
@@ -59,6 +60,12 @@ void add_bench(CLI::App& app, bench_args& a) {
   c->add_option("--cases-dir", a.cases_dir,
                 "Where the case scenarios are (default: the source "
                 "tree's scenarios/bench)");
+  c->add_option("--pins", a.pins,
+                "Time this many pin/unpin cycles of the driver models, per kind, e.g. 10000000; "
+                "alone, without the cases unless --cases names some");
+  c->add_option("--pin-cycles", a.pin_cycles,
+                "Which kinds of pin cycle --pins runs: get_put, alloc_free, revoke, kmd, "
+                "regcache (default: all)");
   c->add_option("--json", a.json, "Write the figures as JSON to this file");
   c->add_option("--floor", a.floor)->group("");              // internal: TXNS,HOPS
   c->add_option("--result-file", a.result_file)->group("");  // internal
@@ -71,7 +78,8 @@ namespace {
 }
 
 std::vector<std::string> chosen_cases(const bench_args& a) {
-  if (a.cases.empty()) return a.scale_sizes.empty() ? default_cases : std::vector<std::string>{};
+  if (a.cases.empty())
+    return a.scale_sizes.empty() && a.pins == 0 ? default_cases : std::vector<std::string>{};
   std::vector<std::string> out;
   size_t start = 0;
   while (true) {
@@ -174,6 +182,13 @@ class bench_runner {
     return bench::floor_from_json(json::parse(f));
   }
 
+  // In this process: the driver models need no simulation kernel.
+  bench::pin_run pin_cycles(const std::string& kind, uint64_t n) {
+    progress(fmt::format("{} pin cycles of kind {}", n, kind));
+    ++m_runs;
+    return bench::run_pin_cycles(kind, n);
+  }
+
   void done() {
     if (m_progress) std::cerr << "\r\033[K" << std::flush;
   }
@@ -260,6 +275,10 @@ int bench_command(const bench_args& a, const char* argv0) {
     scenarios.push_back(core::load_scenario(case_file(r.cases_dir, n), {}));
   }
   const std::string scale_transfer = a.scale_sizes.empty() ? "" : plan_scaling(a, r);
+  if (!a.pin_cycles.empty() && a.pins == 0) bad_option("--pin-cycles", "needs --pins N");
+  const std::vector<std::string> pin_kinds =
+      a.pin_cycles.empty() ? bench::pin_cycle_kinds()
+                           : bench::parse_pin_cycle_kinds(a.pin_cycles, "--pin-cycles");
   if (!a.json.empty()) {
     fs::path folder = fs::path(a.json).parent_path();
     std::error_code ec;
@@ -294,9 +313,15 @@ int bench_command(const bench_args& a, const char* argv0) {
                           fmt::format("transfers.{}.count={}", scale_transfer, p.count)},
                          fmt::format("{} of {}", config::format_size(p.total_bytes), scale_case));
     }
+    r.pin_cycles = a.pins;
+    for (const auto& kind : a.pins ? pin_kinds : std::vector<std::string>{})
+      r.pins.push_back(runner.pin_cycles(kind, a.pins));
     runner.done();
   } catch (const child_failed& e) {
     return e.code;
+  } catch (const std::runtime_error& e) {  // a driver call of the pin cycles failed
+    std::cerr << "p2psim bench: pin cycles failed: " << e.what() << "\n";
+    return 1;
   }
 
   bench::print_report(std::cout, r);

@@ -62,9 +62,11 @@ struct bench_args {
   std::string cases;        // "write_1g,matrix_8gpu"; empty: every case
   std::string scale_sizes;  // "256MiB,1GiB,4GiB"
   double size_factor = 1;
-  int repeat = 1;         // runs of each case and floor; the fastest counts
-  int cpu = -1;           // the CPU every run is pinned to; -1: the one the bench starts on
-  std::string cases_dir;  // empty: the source tree's scenarios/bench
+  int repeat = 1;          // runs of each case and floor; the fastest counts
+  int cpu = -1;            // the CPU every run is pinned to; -1: the one the bench starts on
+  std::string cases_dir;   // empty: the source tree's scenarios/bench
+  uint64_t pins = 0;       // pin/unpin cycles of each kind; 0: none
+  std::string pin_cycles;  // "get_put,kmd"; empty: every kind
   std::string json;
   std::string floor;        // internal: "TXNS,HOPS", run one floor in this process
   std::string result_file;  // internal: where that floor's JSON goes

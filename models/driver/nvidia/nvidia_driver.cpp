@@ -94,7 +94,7 @@ int nvidia_driver::create_context(kernel::pid_t pid, int gpu) {
 
 const nvidia_driver::context* nvidia_driver::find_context(int ctx) const {
   auto it = m_contexts.find(ctx);
-  return it == m_contexts.end() || !it->second.alive ? nullptr : &it->second;
+  return it == m_contexts.end() ? nullptr : &it->second;
 }
 
 const nvidia_driver::context* nvidia_driver::context_of_tokens(uint64_t p2p_token,
@@ -105,16 +105,25 @@ const nvidia_driver::context* nvidia_driver::context_of_tokens(uint64_t p2p_toke
 
 bool nvidia_driver::destroy_context(kernel::pid_t pid, int ctx) {
   auto it = m_contexts.find(ctx);
-  if (it == m_contexts.end() || !it->second.alive || it->second.pid != pid) return false;
+  if (it == m_contexts.end() || it->second.pid != pid) return false;
   process_state& ps = process(pid);
   std::vector<uint64_t> doomed;
   for (const auto& [va, a] : ps.allocations)
     if (a.ctx == ctx) doomed.push_back(va);
   for (uint64_t va : doomed) free_allocation(pid, va, "cuCtxDestroy");
   release_blocks(ps, ctx);
-  it->second.alive = false;
-  m_tokens.erase({it->second.p2p_token, it->second.va_space_token});
+  forget_context(ctx);
   return true;
+}
+
+// A destroyed context leaves no trace: ids are never reused (m_next_ctx), so nothing needs
+// its record to tell a stale id from a live one, and the driver's state stays O(live
+// contexts) however many come and go.
+void nvidia_driver::forget_context(int ctx) {
+  auto it = m_contexts.find(ctx);
+  if (it == m_contexts.end()) return;
+  m_tokens.erase({it->second.p2p_token, it->second.va_space_token});
+  m_contexts.erase(it);
 }
 
 void nvidia_driver::process_exit(kernel::pid_t pid) {
@@ -123,12 +132,13 @@ void nvidia_driver::process_exit(kernel::pid_t pid) {
   std::vector<uint64_t> doomed;
   for (const auto& [va, a] : ps.allocations) doomed.push_back(va);
   for (uint64_t va : doomed) free_allocation(pid, va, "process exit");
-  for (auto& [id, c] : m_contexts)
-    if (c.pid == pid && c.alive) {
-      release_blocks(ps, id);
-      c.alive = false;
-      m_tokens.erase({c.p2p_token, c.va_space_token});
-    }
+  std::vector<int> contexts;
+  for (const auto& [id, c] : m_contexts)
+    if (c.pid == pid) contexts.push_back(id);
+  for (int id : contexts) forget_context(id);
+  // Nothing of the process is left (its persistent pins hold frames, not its pages): a
+  // process that exited costs nothing from here on.
+  m_processes.erase(pid);
 }
 
 // ---- allocations ----
@@ -263,8 +273,8 @@ std::optional<std::pair<int, uint64_t>> nvidia_driver::vram_of(kernel::pid_t pid
 }
 
 bool nvidia_driver::mem_free(kernel::pid_t pid, uint64_t va) {
-  process_state& ps = process(pid);
-  if (!ps.allocations.count(va)) return false;
+  auto pit = m_processes.find(pid);
+  if (pit == m_processes.end() || !pit->second.allocations.count(va)) return false;
   free_allocation(pid, va, "cuMemFree");
   return true;
 }

@@ -92,7 +92,6 @@ class nvidia_driver {
     int gpu = 0;
     uint64_t p2p_token = 0;       // randomized (guide 7.2)
     uint32_t va_space_token = 0;  // one per context: tokens identify a GPU VA space (5.6)
-    bool alive = true;
   };
   struct allocation {
     uint64_t va = 0, size = 0;
@@ -142,6 +141,10 @@ class nvidia_driver {
   // nvidia_p2p_get_pages calls on this GPU refused with -ENOMEM because BAR1 was full.
   uint64_t bar1_exhausted(int gpu) const { return m_gpus.at(gpu).bar1_exhausted; }
   size_t live_pins() const { return m_pins.size(); }
+  // What the driver keeps of contexts and processes: the live ones only (destroyed contexts
+  // and exited processes leave nothing behind).
+  size_t live_contexts() const { return m_contexts.size(); }
+  size_t known_processes() const { return m_processes.size(); }
   // Simulated time the calls since the last take cost (pinning is slow: guide 5.1).
   double take_elapsed_ns();
 
@@ -191,6 +194,7 @@ class nvidia_driver {
   // Returns an allocation's VA to its chunk or to its context's block.
   void give_back_va(process_state& ps, uint64_t va, uint64_t reserve, bool in_chunk);
   void release_blocks(process_state& ps, int ctx);  // once its allocations are gone
+  void forget_context(int ctx);
   // The pins the NVIDIA driver tracks, by the page table it handed out.
   pin* live_pin(const nvidia_p2p_page_table_t* t) const;
   bool recently_dead(const nvidia_p2p_page_table_t* t) const;
@@ -200,7 +204,7 @@ class nvidia_driver {
   driver_config m_config;
   uint64_t m_serial;
   std::vector<gpu_state> m_gpus;
-  std::map<int, context> m_contexts;
+  std::map<int, context> m_contexts;                      // live ones
   std::map<std::pair<uint64_t, uint32_t>, int> m_tokens;  // of live contexts
   std::map<kernel::pid_t, process_state> m_processes;
   std::map<uint64_t, std::unique_ptr<pin>> m_pins;                      // live, by id

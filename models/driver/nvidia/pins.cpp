@@ -57,14 +57,18 @@ int nvidia_driver::get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
   // Every page must hold live memory of one context (and so of one GPU). Another process's
   // memory is simply not in this address space: -EINVAL, as the real driver, which looks only
   // at the calling process's VA spaces, answers (docs/driver-model.md).
-  process_state& ps = process(pid);
+  auto not_live = [&] {
+    return refuse(
+        EINVAL, fn,
+        fmt::format("0x{:x}+0x{:x} is not all live GPU memory of process {}", va, length, pid));
+  };
+  auto pit = m_processes.find(pid);  // looked up, not created: a stray pid leaves nothing
+  if (pit == m_processes.end()) return not_live();
+  process_state& ps = pit->second;
   std::vector<va_page*> pages;
   for (uint64_t p = va / gpu_page_bytes; p < va / gpu_page_bytes + length / gpu_page_bytes; ++p) {
     auto it = ps.pages.find(p);
-    if (it == ps.pages.end() || it->second.allocations == 0)
-      return refuse(EINVAL, fn,
-                    fmt::format("0x{:x}+0x{:x} is not all live GPU memory of process {}", va,
-                                length, pid));
+    if (it == ps.pages.end() || it->second.allocations == 0) return not_live();
     if (ctx && it->second.ctx != ctx)
       return refuse(EINVAL, fn, "the range is not all in the tokens' context");
     if (!pages.empty() && it->second.ctx != pages.front()->ctx)
@@ -144,7 +148,9 @@ void nvidia_driver::end_pin(pin& p) {
       for (uint64_t a : m->addresses) m->peer->iommu->unmap(a, gpu_page_bytes);
     m_mapping_owner.erase(&m->mapping);
   }
-  process_state& ps = process(p.memory_pid);
+  // A persistent pin may outlive its process (process_exit forgets the process): it has no
+  // VA pages to leave.
+  auto pit = p.persistent ? m_processes.end() : m_processes.find(p.memory_pid);
   for (size_t i = 0; i < p.frames.size(); ++i) {
     const uint64_t f = p.frames[i];
     bool unmap = true;
@@ -154,9 +160,9 @@ void nvidia_driver::end_pin(pin& p) {
       if (unmap) gs.bar1_of.erase(f);
     }
     if (unmap) gs.res.bar1->unmap(p.bar1_pages[i], 1);
-    if (!p.persistent) {
-      auto page = ps.pages.find(p.va / gpu_page_bytes + i);
-      if (page != ps.pages.end()) std::erase(page->second.pins, p.id);
+    if (pit != m_processes.end()) {
+      auto page = pit->second.pages.find(p.va / gpu_page_bytes + i);
+      if (page != pit->second.pages.end()) std::erase(page->second.pins, p.id);
     }
     gs.frames.let_go(f);
   }
@@ -190,11 +196,13 @@ int nvidia_driver::put_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
                             ? "late: the pin was already revoked or released (returns 0, 4.2)"
                             : "not a page table from nvidia_p2p_get_pages (returns 0)");
   if (p->persistent)
-    return tolerate(fn, "a persistent page table: nothing released; use "
-                        "nvidia_p2p_put_pages_persistent");
+    return tolerate(fn,
+                    "a persistent page table: nothing released; use "
+                    "nvidia_p2p_put_pages_persistent");
   if (p->st == pin::state::in_callback)
-    return tolerate(fn, "inside its own free callback: already being torn down; the callback "
-                        "must call nvidia_p2p_free_page_table (guide 5.3)");
+    return tolerate(fn,
+                    "inside its own free callback: already being torn down; the callback "
+                    "must call nvidia_p2p_free_page_table (guide 5.3)");
   // The driver looks the table up in the tokens' VA space, or the calling process's.
   if (p2p_token || va_space_token) {
     const context* c = context_of_tokens(p2p_token, va_space_token);

@@ -58,10 +58,7 @@ int kmd::unpin(kmd_region* r) {
   // process's unpin would reach nvidia_p2p_put_pages from the wrong process, which releases
   // nothing (guide 6.3), and forget a region that is still pinned.
   if (r->pid != kernel::current_pid()) return -EINVAL;
-  if (r->invalidated) {  // revoked: nothing to release, the NVIDIA driver freed it all (6.4)
-    m_regions.erase(it);
-    return -EINVAL;
-  }
+  if (r->invalidated) return -EINVAL;  // revoked: its page table is gone (6.4); see forget()
   if (r->dma_mapping) nvidia_p2p_dma_unmap_pages(m_device, r->page_table, r->dma_mapping);
   int ret = nvidia_p2p_put_pages(0, 0, r->va, r->page_table);
   if (ret == 0) {
@@ -75,6 +72,15 @@ kmd_region* kmd::find(uint64_t id) const {
   for (const auto& r : m_regions)
     if (r->id == id) return r.get();
   return nullptr;
+}
+
+int kmd::forget(kmd_region* r) {
+  if (!r || !r->invalidated) return -EINVAL;
+  auto it =
+      std::find_if(m_regions.begin(), m_regions.end(), [&](const auto& p) { return p.get() == r; });
+  if (it == m_regions.end()) return -EINVAL;
+  m_regions.erase(it);
+  return 0;
 }
 
 int kmd::dma_segments(const kmd_region& r, uint64_t address, uint64_t length, uint64_t local_offset,

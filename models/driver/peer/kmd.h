@@ -56,11 +56,15 @@ class kmd {
   // 0 or the -errno of nvidia_p2p_get_pages / _dma_map_pages; -EINVAL for size 0.
   int pin(uint64_t address, uint64_t size, kmd_region** out);
   // The guide's unpin_memory (6.3). -EINVAL for a region that is not (or no longer) this
-  // driver's, or another process's; -EINVAL too if it was revoked meanwhile (its page table is
-  // already gone and must not be used), and the region is forgotten.
+  // driver's, or another process's, or that was revoked meanwhile (its page table is already
+  // gone and must not be used: forget() drops it).
   int unpin(kmd_region* r);
   // The live region with this id, or nullptr (unpinned since, or never).
   kmd_region* find(uint64_t id) const;
+  // Drops the record of a revoked region, whose page table the free callback already freed:
+  // what its owner does once it has seen the revocation (unpin refuses such a region), so
+  // revoked regions do not pile up. -EINVAL for a region that is not revoked or not known.
+  int forget(kmd_region* r);
   // Descriptors for [address, address + length) of a pinned region, one per contiguous run
   // of bus addresses; -EINVAL outside the region or after revocation.
   int dma_segments(const kmd_region& r, uint64_t address, uint64_t length, uint64_t local_offset,

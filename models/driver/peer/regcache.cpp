@@ -22,10 +22,16 @@ bool regcache::still_valid(const entry& e) const {
   return rc == CUDA_SUCCESS && id == e.buffer_id;
 }
 
-void regcache::drop(std::list<entry>::iterator it, bool unpin) {
+void regcache::drop(std::list<entry>::iterator it) {
   m_stats.pinned_bytes -= it->size_pinned;
-  // A revoked region is not unpinned again, only forgotten (kmd::unpin returns -EINVAL).
-  if (kmd_region* r = m_kmd.find(it->region_id); r && (unpin || r->invalidated)) m_kmd.unpin(r);
+  // Gone already if it was unpinned behind the cache's back; a revoked one has nothing to
+  // unpin, only its record to drop.
+  if (kmd_region* r = m_kmd.find(it->region_id)) {
+    if (r->invalidated)
+      m_kmd.forget(r);
+    else
+      m_kmd.unpin(r);
+  }
   m_entries.erase(it);
 }
 
@@ -33,7 +39,7 @@ bool regcache::evict_one() {
   for (auto it = m_entries.rbegin(); it != m_entries.rend(); ++it)
     if (it->users == 0) {
       ++m_stats.evictions;
-      drop(std::next(it).base(), true);
+      drop(std::next(it).base());
       return true;
     }
   return false;
@@ -45,7 +51,7 @@ int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
     if (address < it->pointer || address - it->pointer + size > it->size) continue;
     if (!still_valid(*it)) {  // freed or reallocated since: invalidate, then re-pin (6.5)
       ++m_stats.tag_invalidations;
-      if (it->users == 0) drop(it, true);
+      if (it->users == 0) drop(it);  // (a revoked region is not unpinned again)
       break;
     }
     ++m_stats.hits;
@@ -99,7 +105,7 @@ void regcache::release(kmd_region* r) {
   auto it = std::find_if(m_entries.begin(), m_entries.end(),
                          [&](const entry& e) { return e.region == r; });
   if (it == m_entries.end()) return;  // revoked meanwhile
-  if (--it->users == 0 && !m_params.enabled) drop(it, true);
+  if (--it->users == 0 && !m_params.enabled) drop(it);
 }
 
 }  // namespace p2psim::peer

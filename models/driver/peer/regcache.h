@@ -59,7 +59,7 @@ class regcache {
     int users = 0;
   };
   bool still_valid(const entry& e) const;
-  void drop(std::list<entry>::iterator it, bool unpin);
+  void drop(std::list<entry>::iterator it);  // unpins it, or forgets it if revoked
   bool evict_one();
 
   kmd& m_kmd;
