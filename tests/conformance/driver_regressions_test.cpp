@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/driver/peer/regcache.h"
+#include "models/iommu/iommu.h"
 #include "tests/conformance/cuda_helpers.h"
 
 using namespace p2psim;
@@ -190,4 +191,34 @@ TEST_CASE("5.3: a free callback may pin again: freed pages are refused, others p
   CHECK(w.driver().live_pins() == 1 + more.size());  // the pins of `other` made in callbacks
   CHECK(nvidia_p2p_put_pages(0, 0, s.other, s.inner) == 0);
   CHECK(w.driver().live_pins() == more.size());
+}
+
+TEST_CASE("4.2 (R535 nv-p2p.c): a late dma_unmap_pages never unmaps a newer mapping",
+          "[regression][dma-map]") {
+  test::world w;
+  test::cuda_context();
+  const CUdeviceptr p = test::cuda_alloc(k64);
+  nvidia_p2p_page_table_t* t = nullptr;
+  REQUIRE(nvidia_p2p_get_pages(0, 0, p, k64, &t, ignore, nullptr) == 0);
+  iommu::iommu_params ip;
+  ip.what = iommu::mode::translating;
+  iommu::iommu_domain dom(ip);
+  pci_dev nic{"nic1", 0x0500, &dom};
+  // Map and unmap many times, keeping each stale pointer: the driver's memory for a new mapping
+  // is where an old one was, unless the old one is still recognised.
+  std::vector<nvidia_p2p_dma_mapping_t*> stale;
+  for (int i = 0; i < 16; ++i) {
+    nvidia_p2p_dma_mapping_t* m = nullptr;
+    REQUIRE(nvidia_p2p_dma_map_pages(&nic, t, &m) == 0);
+    REQUIRE(nvidia_p2p_dma_unmap_pages(&nic, t, m) == 0);
+    stale.push_back(m);
+  }
+  nvidia_p2p_dma_mapping_t* live = nullptr;
+  REQUIRE(nvidia_p2p_dma_map_pages(&nic, t, &live) == 0);
+  const uint64_t iova = live->dma_addresses[0];
+  for (auto* m : stale) CHECK(nvidia_p2p_dma_unmap_pages(&nic, t, m) == 0);  // late: tolerated
+  CHECK(dom.translate(iova, true).ok);  // ... and the live mapping is still there
+  CHECK(nvidia_p2p_dma_unmap_pages(&nic, t, live) == 0);
+  CHECK_FALSE(dom.translate(iova, true).ok);
+  CHECK(nvidia_p2p_put_pages(0, 0, p, t) == 0);
 }

@@ -8,7 +8,9 @@
 // shrinks a failing sequence to a short one and prints it.
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
@@ -72,12 +74,23 @@ struct totals {
   std::map<std::string, size_t> counts;
 };
 
+// A longer run than ctest's, by hand: P2PSIM_PROPERTY_SCALE=N runs N times the sequences and
+// P2PSIM_PROPERTY_SEED=S starts from other seeds (docs/testing.md).
+int scaled(int count) {
+  const char* s = std::getenv("P2PSIM_PROPERTY_SCALE");
+  return s ? count * std::max(1, std::atoi(s)) : count;
+}
+uint64_t seeded(uint64_t seed) {
+  const char* s = std::getenv("P2PSIM_PROPERTY_SEED");
+  return s ? seed + std::strtoull(s, nullptr, 10) * 1000 : seed;
+}
+
 // Runs `count` random sequences of up to `length` calls from `seed` on a fresh world each.
 void check_sequences(const harness_config& config, uint64_t seed, int count, int length) {
   totals t;
   rc::detail::TestParams params;
-  params.seed = seed;
-  params.maxSuccess = count;
+  params.seed = seeded(seed);
+  params.maxSuccess = scaled(count);
   params.maxSize = length;
   rc::detail::TestMetadata meta;
   meta.id = meta.description = "driver models agree with the reference";
@@ -98,8 +111,8 @@ void check_sequences(const harness_config& config, uint64_t seed, int count, int
   std::ostringstream message;
   rc::detail::printResultMessage(result, message);
   INFO(message.str());
-  std::cout << "driver property: seed " << seed << ": " << t.sequences << " sequences, " << t.calls
-            << " calls\n";
+  std::cout << "driver property: seed " << params.seed << ": " << t.sequences << " sequences, "
+            << t.calls << " calls\n";
   for (const auto& [k, v] : t.counts) std::cout << "  " << k << ": " << v << "\n";
   CHECK(result.is<rc::detail::SuccessResult>());
 }

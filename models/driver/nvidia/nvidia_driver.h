@@ -25,6 +25,8 @@
 
 namespace p2psim::nv {
 
+struct dma_mapping_record;  // pin.h
+
 // What the driver manages on one GPU: the GPU model's own BAR1 page table and VRAM, and what
 // its kernels see of RDMA writes (guide 5.7), which CUDA synchronization and flushes change.
 struct gpu_resources {
@@ -211,6 +213,7 @@ class nvidia_driver {
   std::map<const nvidia_p2p_page_table_t*, uint64_t> m_pin_of;          // live, by table
   std::deque<std::unique_ptr<pin>> m_quarantine;                        // the last dead pins
   std::map<const nvidia_p2p_dma_mapping_t*, uint64_t> m_mapping_owner;  // live mappings
+  std::deque<std::unique_ptr<dma_mapping_record>> m_dead_mappings;      // the last unmapped
   std::mt19937_64 m_rng;
   int m_next_ctx = 1;
   uint32_t m_next_va_space = 1;

@@ -301,6 +301,10 @@ int nvidia_driver::dma_unmap_pages(pci_dev* peer, nvidia_p2p_page_table_t* table
   if (m.translated)
     for (uint64_t a : m.addresses) m.peer->iommu->unmap(a, gpu_page_bytes);
   m_mapping_owner.erase(mapping);
+  // Kept a while, as dead page tables are: a late unmap with this pointer must not find a
+  // newer mapping that took its memory.
+  m_dead_mappings.push_back(std::move(*it));
+  if (m_dead_mappings.size() > quarantine_size) m_dead_mappings.pop_front();
   p->mappings.erase(it);
   return 0;
 }
