@@ -140,21 +140,21 @@ harness_config one_gpu_tight() {  // VRAM and BAR1 run out often
 
 TEST_CASE("driver property: shared BAR1 pages (4.7) with two GPUs and three processes",
           "[property]") {
-  check_sequences(shared_bar1(), 1, 400, 200);
+  check_sequences(shared_bar1(), 1, 1500, 200);
 }
 
 TEST_CASE("driver property: shared BAR1 pages (4.7) with another seed", "[property]") {
-  check_sequences(shared_bar1(), 2, 400, 200);
+  check_sequences(shared_bar1(), 2, 1500, 200);
 }
 
 TEST_CASE("driver property: a BAR1 page per pin (4.8)", "[property]") {
-  check_sequences(private_bar1(), 3, 400, 200);
+  check_sequences(private_bar1(), 3, 1500, 200);
 }
 
 TEST_CASE("driver property: VRAM and BAR1 exhausted (5.5)", "[property]") {
-  check_sequences(one_gpu_tight(), 4, 400, 200);
+  check_sequences(one_gpu_tight(), 4, 1500, 200);
 }
 
 TEST_CASE("driver property: long sequences", "[property]") {
-  check_sequences(shared_bar1(), 5, 60, 600);
+  check_sequences(shared_bar1(), 5, 200, 600);
 }
