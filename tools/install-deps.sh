@@ -17,6 +17,7 @@ packages=(
   gnuplot-nox             # plots
   python3                 # test helpers
   clang libclang-rt-14-dev  # make fuzz: libFuzzer and the sanitizers' runtime
+  clang-format            # make format, make format-check (.ci/run)
 )
 
 missing=()

@@ -66,8 +66,7 @@ TEST_CASE("4.6: a translating IOMMU gives I/O virtual addresses that lead to BAR
   CHECK_FALSE(dom.translate(m->dma_addresses[0], true).ok);  // gone: a DMA would be blocked
 }
 
-TEST_CASE("7.3 (R535 nv-p2p.c): the driver frees the I/O mapping after the callback",
-          "[dma-map]") {
+TEST_CASE("7.3 (R535 nv-p2p.c): the driver frees the I/O mapping after the callback", "[dma-map]") {
   p2p_world w;
   uint64_t va = w.alloc(k64);
   iommu::iommu_params ip;
@@ -91,7 +90,7 @@ TEST_CASE("7.3 (R535 nv-p2p.c): the driver frees the I/O mapping after the callb
   REQUIRE(nvidia_p2p_dma_map_pages(&nic, s.t, &s.m) == 0);
   uint64_t iova = s.m->dma_addresses[0];
   CHECK(nvidia_p2p_free_dma_mapping(s.m) == 0);  // outside the callback: a no-op
-  CHECK(dom.translate(iova, true).ok);            // still mapped
+  CHECK(dom.translate(iova, true).ok);           // still mapped
   REQUIRE(w.driver.mem_free(100, va));
   CHECK(s.freed == 0);
   CHECK_FALSE(dom.translate(iova, true).ok);
