@@ -1,6 +1,7 @@
-// An IOMMU translation domain for one device (DESIGN.md section 5; GPUDirect RDMA 13.3, 5.4
-// IOMMUs): off (no IOMMU), pass-through (identity), or translating through I/O page tables
-// with an IOTLB. Pure logic; the root complex consults it for every request from a device.
+// An IOMMU translation domain for one device (docs/design.md, "Topology classes"; GPUDirect
+// RDMA 13.3, 5.4 IOMMUs): off (no IOMMU), pass-through (identity), or translating through I/O
+// page tables with an IOTLB. Pure logic; the root complex consults it for every request from a
+// device.
 #pragma once
 
 #include <cstdint>

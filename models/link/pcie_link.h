@@ -1,5 +1,5 @@
 // A full-duplex PCIe link: two link_channels, one per direction, with the timing of
-// DESIGN.md section 4 (raw rate from gen and width, per-TLP framing and headers, ACK and
+// docs/design.md, "PCIe timing" (raw rate from gen and width, per-TLP framing and headers, ACK and
 // UpdateFC DLLPs at the configured rates, SKIP ordered sets, propagation latency).
 #pragma once
 

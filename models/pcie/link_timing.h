@@ -1,6 +1,6 @@
 // PCIe link arithmetic: raw rates, encodings, per-TLP overheads, DLLP rates and the analytic
-// bandwidth limits of DESIGN.md section 4 (after pcie-bench's pcie-model, Neugebauer et al.,
-// SIGCOMM 2018). Pure functions; the SystemC link and the tests both use them.
+// bandwidth limits of docs/design.md, "PCIe timing" (after pcie-bench's pcie-model,
+// Neugebauer et al., SIGCOMM 2018). Pure functions; the SystemC link and the tests both use them.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// The PCIe transaction ordering table (PCIe Base Spec 2.4.1; DESIGN.md section 6): may a TLP
-// (the row) pass an earlier one (the column) that is waiting in the same queue?
+// The PCIe transaction ordering table (PCIe Base Spec 2.4.1; docs/design.md, "Ordering"): may
+// a TLP (the row) pass an earlier one (the column) that is waiting in the same queue?
 #pragma once
 
 #include <bitset>

@@ -1,7 +1,8 @@
-// The IOMMU in front of a root complex's root ports (DESIGN.md 5; GPUDirect RDMA 13.3, 5.4
-// IOMMUs): one translation domain per device below the socket, keyed by requester ID. Every
-// request a device sends is translated before the root complex routes it: its address becomes
-// the physical one, an IOTLB miss holds it for the page walk, and a fault blocks it.
+// The IOMMU in front of a root complex's root ports (docs/design.md, "Topology classes";
+// GPUDirect RDMA 13.3, 5.4 IOMMUs): one translation domain per device below the socket, keyed
+// by requester ID. Every request a device sends is translated before the root complex routes
+// it: its address becomes the physical one, an IOTLB miss holds it for the page walk, and a
+// fault blocks it.
 //
 // Each root port is an in-order pipeline: a TLP waiting for a walk holds back the TLPs behind
 // it (completions included), so translation never reorders what the device sent, and its

@@ -1,5 +1,6 @@
 // How a root complex forwards peer-to-peer traffic between its root ports, or onto the
-// socket interconnect: a property of the platform (GPUDirect RDMA 13.3, 5.4; DESIGN.md 5).
+// socket interconnect: a property of the platform (GPUDirect RDMA 13.3, 5.4; docs/design.md,
+// "Topology classes").
 //   routed       whether it forwards at all (if not: Unsupported Request);
 //   tlp_bytes    the size it re-emits writes and read requests in (some Intel root complexes
 //                cut P2P traffic into 64 B TLPs);

@@ -1,5 +1,5 @@
 // What a run measured, independent of how it is printed: the JSON document users and CI
-// read (DESIGN.md section 7), and what the text report is printed from.
+// read (docs/design.md, "What users see"), and what the text report is printed from.
 #pragma once
 
 #include <cstdint>

@@ -134,7 +134,7 @@ void fabric_system::build_switches() {
     // With a translating IOMMU, peer requests must reach it to be translated: switches below
     // it redirect them up as with ACS P2P Request Redirect (which Linux enables on switch
     // ports when an IOMMU is active), so P2P under a switch goes through the root complex
-    // (DESIGN.md 5).
+    // (docs/design.md, "Topology classes").
     p.acs_redirect = s.acs_redirect || translating(s.name);
     p.bdf = pcie::make_bdf(m_addr.switch_bus.at(s.name), 0, 0);
     m_switches[s.name] = std::make_unique<pcie_switch::pcie_switch>(s.name.c_str(), p);

@@ -1,6 +1,6 @@
 // The hardware description: what a topology YAML file says, typed and with units resolved.
 // Plain data, no SystemC. Loaded by topology_loader, checked and enumerated by topology_graph,
-// turned into SystemC modules by sim/elaborate.
+// turned into SystemC modules by core::fabric_system (sim/core/system.h, system.cpp).
 #pragma once
 
 #include <cstdint>
@@ -72,8 +72,9 @@ struct platform_params {
   key_locations key_locs;
 };
 
-// The socket's IOMMU, for every device below it (GPUDirect RDMA 13.3, 5.4 IOMMUs; DESIGN.md
-// 5). Mirrors iommu::iommu_params, so that sim/topology needs no model headers.
+// The socket's IOMMU, for every device below it (GPUDirect RDMA 13.3, 5.4 IOMMUs;
+// docs/design.md, "Topology classes"). Mirrors iommu::iommu_params, so that sim/topology needs
+// no model headers.
 enum class iommu_mode { off, passthrough, translating };
 
 struct iommu_config {

@@ -1,5 +1,5 @@
 // Bad input stops p2psim with exit code 2 and a message naming file:line:column and the key
-// (DESIGN.md section 7), never a crash or a silent default.
+// (docs/design.md, "What users see"), never a crash or a silent default.
 #include <catch2/catch.hpp>
 
 #include "tests/cli/cli_harness.h"

@@ -55,8 +55,8 @@ TEST_CASE("Sandy Bridge-EP: P2P read through the root complex is several times b
   for (const auto& b : j["bandwidth"]) (b["op"] == "write" ? write : read) = b["gbps"];
   INFO("write " << write << " GB/s, read " << read << " GB/s");
   CHECK(read * 3 < write);
-  CHECK(read < 1.0);  // reference.md: < 1.0 GB/s on E5-2670 (Potluri et al.)
-  CHECK(write == Approx(5.2).epsilon(0.05));  // reference.md: 5.2 GB/s
+  CHECK(read < 1.0);  // docs/design.md, "Calibration figures": < 1.0 GB/s on E5-2670
+  CHECK(write == Approx(5.2).epsilon(0.05));  // docs/design.md, "Calibration figures": 5.2
 }
 
 TEST_CASE("Sandy Bridge-EP across QPI is extremely limited", "[cli][classes]") {
@@ -68,7 +68,8 @@ TEST_CASE("Sandy Bridge-EP across QPI is extremely limited", "[cli][classes]") {
       "classes_snb_qpi");
   for (const auto& b : j["bandwidth"]) {
     INFO(b["op"]);
-    CHECK(b["gbps"].get<double>() < 0.3);  // reference.md: < 0.3 GB/s (Potluri et al. / OSU)
+    // docs/design.md, "Calibration figures": < 0.3 GB/s (Potluri et al. / OSU).
+    CHECK(b["gbps"].get<double>() < 0.3);
   }
 }
 

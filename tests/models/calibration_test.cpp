@@ -1,4 +1,5 @@
-// Platform presets reproduce the public figures they cite (reference.md).
+// Platform presets reproduce the public figures they cite (docs/design.md, "Calibration
+// figures").
 #include <catch2/catch.hpp>
 
 #include "tests/models/harness.h"

@@ -1,5 +1,5 @@
 // With a choice source installed, egress queues take the ordering table's Y/N cases either
-// way (DESIGN.md section 6). Whatever they choose, no rule that keeps data intact is broken:
+// way (docs/design.md, "Ordering"). Whatever they choose, no rule that keeps data intact is broken:
 // completions of one request stay in address order and every byte arrives.
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // The IOMMU in the fabric (GPUDirect RDMA 13.3, 5.4 IOMMUs: GPUDirect RDMA needs the IOMMU
-// off or in pass-through, or I/O virtual addresses for the peer; DESIGN.md 5: with a
-// translating IOMMU, P2P under a switch goes up to the root complex).
+// off or in pass-through, or I/O virtual addresses for the peer; docs/design.md, "Topology
+// classes": with a translating IOMMU, P2P under a switch goes up to the root complex).
 #include <catch2/catch.hpp>
 
 #include "tests/models/harness.h"
@@ -94,7 +94,8 @@ TEST_CASE("IOMMU translating: an IOTLB miss adds the page walk to a small read",
 
 TEST_CASE("IOMMU translating: DMA to an unmapped address is blocked", "[iommu]") {
   // The NIC uses physical addresses it was never given (iommu_map: false): every request is
-  // a DMA remapping fault. Principle 8 of DESIGN.md 2: reported and counted, never an abort.
+  // a DMA remapping fault. Principle 8 of docs/design.md, "Principles": reported and counted,
+  // never an abort.
   auto r = run_scenario("tests/data/scenarios/iommu_blocked.yaml",
                         {"socket.cpu0.iommu.mode=translating"});
   for (const char* name : {"write_host", "read_gpu"}) {
@@ -119,7 +120,8 @@ TEST_CASE("IOMMU translating: DMA to an unmapped address is blocked", "[iommu]")
 }
 
 TEST_CASE("IOMMU translating: P2P under a switch goes through the root complex", "[iommu]") {
-  // DESIGN.md 5: with a translating IOMMU, P2P under a switch goes up to the root complex
+  // docs/design.md, "Topology classes": with a translating IOMMU, P2P under a switch goes up to
+  // the root complex
   // (the switch redirects peer requests as with ACS), where it is translated and sent back.
   auto r = run_scenario("tests/data/scenarios/iommu_switch_p2p.yaml",
                         {"socket.cpu0.iommu.mode=translating"});

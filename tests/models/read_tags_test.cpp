@@ -1,5 +1,5 @@
 // Read bandwidth is bounded by what can be in flight: outstanding tags x request size /
-// round trip, until the link's read limit (DESIGN.md section 4). Seven pairs in one
+// round trip, until the link's read limit (docs/design.md, "PCIe timing"). Seven pairs in one
 // simulation, identical but for the DMA engine's tag count.
 #include <catch2/catch.hpp>
 

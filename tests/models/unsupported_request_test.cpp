@@ -1,5 +1,5 @@
 // PCIe does not require root complexes to route peer-to-peer (GPUDirect RDMA 13.3, 5.4;
-// DESIGN.md section 5): a platform that does not forward P2P reads answers them with
+// docs/design.md, "Topology classes"): a platform that does not forward P2P reads answers them with
 // Unsupported Request. The requester sees error completions, no byte reaches memory, and
 // the run reports what was refused.
 #include <catch2/catch.hpp>

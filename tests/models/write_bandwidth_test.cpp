@@ -1,7 +1,7 @@
 // Posted-write P2P bandwidth on the switch-only topology (topologies/switch_only.yaml)
-// against the analytic limit of DESIGN.md
-// section 4 (pcie-bench's pcie-model): raw rate less ACK / UpdateFC DLLPs and SKIPs, then
-// MWr64 framing and header per MPS bytes. One case per process.
+// against the analytic limit of docs/design.md, "PCIe timing" (pcie-bench's pcie-model): raw
+// rate less ACK / UpdateFC DLLPs and SKIPs, then MWr64 framing and header per MPS bytes. One
+// case per process.
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -47,7 +47,8 @@ TEST_CASE("posted write bandwidth Gen4 x16 MPS 512 within 2% of analytic", "[ban
   check_write(4, 512);
 }
 
-// ECRC adds a 4-byte digest to every TLP (DESIGN.md section 4: "ECRC +4 if enabled").
+// ECRC adds a 4-byte digest to every TLP (docs/design.md, "PCIe timing": "ECRC, if enabled: 4
+// more").
 TEST_CASE("posted write bandwidth with ECRC pays 4 more bytes per TLP", "[bandwidth][ecrc]") {
   auto r = p2psim::test::run_scenario("tests/data/models/write_read.yaml",
                                       {"link.sw0.ecrc=true", "link.gpu0.ecrc=true",

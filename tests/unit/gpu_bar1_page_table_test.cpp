@@ -1,6 +1,6 @@
 // BAR1 aperture page table: 64 KiB pages (GPUDirect RDMA 13.3, 5.2 and 6.2), the first
-// `reserved` bytes kept by the driver (5.5: 32 MB of a 256 MB BAR1 on Kepler; reference.md
-// "GPU BAR1 sizes").
+// `reserved` bytes kept by the driver (5.5: 32 MB of a 256 MB BAR1 on Kepler; docs/design.md,
+// "Calibration figures").
 #include <catch2/catch.hpp>
 
 #include <stdexcept>

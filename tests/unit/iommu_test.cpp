@@ -1,6 +1,6 @@
 // The IOMMU domain: identity modes, I/O page tables, permissions, the IOTLB (GPUDirect RDMA
 // 13.3, 5.4 IOMMUs: GPUDirect needs the IOMMU off or in pass-through, or I/O virtual
-// addresses for the peer; DESIGN.md 5).
+// addresses for the peer; docs/design.md, "Topology classes").
 #include <catch2/catch.hpp>
 
 #include <stdexcept>
@@ -80,7 +80,8 @@ TEST_CASE("iommu: a multi-page range maps page by page onto contiguous memory", 
 }
 
 TEST_CASE("iommu: unmap then access faults", "[iommu]") {
-  // DESIGN.md 5 / principle 8: a blocked DMA is counted, never an abort.
+  // docs/design.md, "Topology classes" and principle 8: a blocked DMA is counted, never an
+  // abort.
   iommu_domain d(translating());
   auto iova = d.map(0x20'0000, 2 * k_page);
   REQUIRE(iova);

@@ -1,5 +1,5 @@
 // Link arithmetic: raw rates, per-TLP overheads, DLLP limits and the analytic bandwidth model
-// (DESIGN.md section 4; reference.md "Analytic PCIe limits", after pcie-bench pcie-model).
+// (docs/design.md, "PCIe timing" and "Calibration figures", after pcie-bench pcie-model).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -29,7 +29,7 @@ tlp_header make(tlp_type type, uint64_t address, uint32_t length, bool ecrc = fa
 }  // namespace
 
 TEST_CASE("link timing: raw x16 bandwidth per generation", "[pcie][link_timing]") {
-  // DESIGN.md section 4: x16 raw 4.0 / 8.0 / 15.75 / 31.51 / 63.02 GB/s.
+  // docs/design.md, "PCIe timing": x16 raw 4.0 / 8.0 / 15.75 / 31.51 / 63.02 GB/s.
   CHECK(round2(raw_gbs(1, 16)) == Approx(4.00));
   CHECK(round2(raw_gbs(2, 16)) == Approx(8.00));
   CHECK(round2(raw_gbs(3, 16)) == Approx(15.75));
@@ -42,7 +42,7 @@ TEST_CASE("link timing: raw x16 bandwidth per generation", "[pcie][link_timing]"
 }
 
 TEST_CASE("link timing: transfer rates and encodings", "[pcie][link_timing]") {
-  // DESIGN.md section 4: 2.5 / 5 GT/s with 8b/10b; 8 / 16 / 32 GT/s with 128b/130b.
+  // docs/design.md, "PCIe timing": 2.5 / 5 GT/s with 8b/10b; 8 / 16 / 32 GT/s with 128b/130b.
   CHECK(transfer_rate_gts(1) == 2.5);
   CHECK(transfer_rate_gts(2) == 5.0);
   CHECK(transfer_rate_gts(3) == 8.0);
@@ -62,7 +62,7 @@ TEST_CASE("link timing: valid generations and widths", "[pcie][link_timing]") {
 }
 
 TEST_CASE("link timing: header sizes", "[pcie][link_timing]") {
-  // DESIGN.md section 4: 12-byte (3DW) or 16-byte (4DW, 64-bit address) headers;
+  // docs/design.md, "PCIe timing": 12-byte (3DW) or 16-byte (4DW, 64-bit address) headers;
   // completions are always 3DW.
   CHECK(header_bytes(tlp_type::mwr, false) == 12);
   CHECK(header_bytes(tlp_type::mwr, true) == 16);
@@ -74,7 +74,7 @@ TEST_CASE("link timing: header sizes", "[pcie][link_timing]") {
 }
 
 TEST_CASE("link timing: bytes on the wire", "[pcie][link_timing]") {
-  // DESIGN.md section 4: MWr64 and MRd64 cost 24 bytes of overhead, MWr32 and CplD 20;
+  // docs/design.md, "PCIe timing": MWr64 and MRd64 cost 24 bytes of overhead, MWr32 and CplD 20;
   // ECRC adds 4.
   const uint64_t hi = uint64_t(1) << 40;
   CHECK(wire_bytes(make(tlp_type::mwr, hi, 256)) == 256 + 24);
@@ -112,7 +112,7 @@ TEST_CASE("link timing: spec ACK and UpdateFC limits", "[pcie][link_timing]") {
 }
 
 TEST_CASE("link timing: TLP-layer bandwidth", "[pcie][link_timing]") {
-  // DESIGN.md section 4: raw * (1 - 8/AckLimit - 8/FCLimit - 4/1538).
+  // docs/design.md, "PCIe timing": raw * (1 - 8/AckLimit - 8/FCLimit - 4/1538).
   CHECK(tlp_layer_gbs(3, 16, 256) ==
         Approx(raw_gbs(3, 16) * (1 - 8.0 / 168 - 8.0 / 168 - 4.0 / 1538)));
   CHECK(tlp_layer_gbs(4, 16, 1000, 2000) ==
@@ -120,8 +120,8 @@ TEST_CASE("link timing: TLP-layer bandwidth", "[pcie][link_timing]") {
   CHECK(tlp_layer_gbs(5, 16, 256) == Approx(tlp_layer_gbs(5, 16, 168, 168)));
 }
 
-TEST_CASE("link timing: analytic limits match reference.md", "[pcie][link_timing]") {
-  // reference.md, "Analytic PCIe limits": x16 GB/s; MWr with 64-bit headers at MPS
+TEST_CASE("link timing: analytic limits match the pcie-model table", "[pcie][link_timing]") {
+  // docs/design.md, "Calibration figures": x16 GB/s; MWr with 64-bit headers at MPS
   // 128/256/512; MRd at MPS 256 with CplD of MPS size and of 64 B (RCB split).
   struct row {
     int gen;
@@ -145,7 +145,8 @@ TEST_CASE("link timing: analytic limits match reference.md", "[pcie][link_timing
 }
 
 TEST_CASE("link timing: analytic write arithmetic", "[pcie][link_timing]") {
-  // DESIGN.md section 4: N * TLP_bw / (N + ceil(N/MPS) * hdr); hdr 24 (MWr64) or 20 (MWr32).
+  // docs/design.md, "PCIe timing": N * TLP_bw / (N + ceil(N/MPS) * hdr); hdr 24 (MWr64) or 20
+  // (MWr32).
   const double tlp = tlp_layer_gbs(3, 16, 256);
   CHECK(analytic_write_gbs(3, 16, 256, 256) == Approx(tlp * 256 / (256 + 24)));
   CHECK(analytic_write_gbs(3, 16, 256, 256, false) == Approx(tlp * 256 / (256 + 20)));

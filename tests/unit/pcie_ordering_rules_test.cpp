@@ -1,5 +1,5 @@
-// The ordering table's named rules (DESIGN.md section 6) and turning each one off (mutation),
-// and the choice sources that decide its Y/N cases.
+// The ordering table's named rules (docs/design.md, "Ordering") and turning each one off
+// (mutation), and the choice sources that decide its Y/N cases.
 #include <catch2/catch.hpp>
 #include <set>
 #include <string>
@@ -91,7 +91,7 @@ TEST_CASE("ordering rules: every AtomicOp is a non-posted write", "[ordering]") 
     CHECK(order_class_of(op) == order_class::nonposted_write);
     CHECK(fc_class_of(op) == fc_class::non_posted);
     CHECK(has_data(op));
-    // The NPW row and column of the table (DESIGN.md 6).
+    // The NPW row and column of the table (docs/design.md, "Ordering").
     CHECK(all.may_pass(tlp(op), tlp(tlp_type::mrd)) == passing::either);
     CHECK(all.may_pass(tlp(op), tlp(tlp_type::fetch_add)) == passing::either);
     CHECK(all.may_pass(tlp(op), tlp(tlp_type::cpld)) == passing::either);

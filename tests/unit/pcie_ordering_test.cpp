@@ -1,6 +1,7 @@
 // The transaction ordering table: may the row (later TLP) pass the column (earlier TLP)?
-// Every cell of DESIGN.md section 6 (PCIe Base Spec 2.4.1, table 2-40) for rows and columns
-// P, NPR and Cpl. (NPW has no tlp_type yet, so its row and column cannot be built.)
+// Every cell of docs/design.md, "Ordering" (PCIe Base Spec 2.4.1, table 2-40) for rows and
+// columns P, NPR and Cpl. (The NPW row and column, AtomicOps, are checked in
+// pcie_ordering_rules_test.cpp.)
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -130,7 +131,7 @@ TEST_CASE("ordering: Cpl row", "[pcie][ordering]") {
 }
 
 TEST_CASE("ordering: different traffic classes are unordered", "[pcie][ordering]") {
-  // DESIGN.md section 6: rules hold per traffic class.
+  // docs/design.md, "Ordering": rules hold per traffic class.
   CHECK(may_pass(mwr().tc(1), mwr()) == passing::either);
   CHECK(may_pass(mrd().tc(7), mwr().tc(0)) == passing::either);
   CHECK(may_pass(cpld().tc(2), mwr().tc(3)) == passing::either);

@@ -160,7 +160,8 @@ TEST_CASE("split: unaligned read's first completion is short, to an RCB", "[pcie
 }
 
 TEST_CASE("split: completions split at every RCB", "[pcie][split]") {
-  // A completer that splits at each 64 B RCB (reference.md "MRd CplD=64 B" column).
+  // A completer that splits at each 64 B RCB (docs/design.md, "Calibration figures": the "MRd
+  // CplD=64 B" column).
   const auto cs = split_completion(0x2000, 256, 64, 64);
   REQUIRE(cs.size() == 4);
   for (size_t i = 0; i < 4; ++i) {

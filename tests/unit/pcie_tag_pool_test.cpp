@@ -1,4 +1,5 @@
-// Requester tags (DESIGN.md section 4: 32 5-bit, 256 8-bit extended, 768/1024 10-bit tags).
+// Requester tags (docs/design.md, "PCIe timing": 32 5-bit, 256 8-bit extended, 768/1024
+// 10-bit tags).
 #include <algorithm>
 #include <catch2/catch.hpp>
 
