@@ -18,13 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string cu_result(CUresult r) {
-  if (r == CUDA_SUCCESS) return "ok";
-  const char* n = nullptr;
-  cuGetErrorName(r, &n);
-  return n ? n : std::to_string(int(r));
-}
-
 // Small numbers read best in decimal, addresses and tokens in hex.
 std::string show(uint64_t v) {
   return v < 0x10000 ? std::to_string(v) : fmt::format("{:#x}", v);
@@ -259,7 +252,7 @@ std::string program_runner::attribute_step(const step_spec& s, int pid) {
   }
   if (s.call == "cuPointerSetAttribute") {
     const unsigned int v = s.set_value;
-    return cu_result(
+    return step_result(
         cuPointerSetAttribute(&v, CUpointer_attribute(s.attributes.front().attribute), ptr));
   }
   (void)pid;
@@ -277,7 +270,7 @@ std::string program_runner::attribute_step(const step_spec& s, int pid) {
   CUresult r = s.call == "cuPointerGetAttribute"
                    ? cuPointerGetAttribute(data.front(), attrs.front(), ptr)
                    : cuPointerGetAttributes(unsigned(attrs.size()), attrs.data(), data.data(), ptr);
-  if (r != CUDA_SUCCESS) return cu_result(r);  // no values: nothing to check or store
+  if (r != CUDA_SUCCESS) return step_result(r);  // no values: nothing to check or store
   json values = json::object();
   for (size_t i = 0; i < s.attributes.size(); ++i) {
     const attribute_spec& a = s.attributes[i];

@@ -28,6 +28,9 @@ std::string errno_name(int r);
 // destination beforehand).
 uint8_t pattern_byte(uint64_t seed, uint64_t i);
 
+// A CUDA call's result as a step reports it: "ok", else the CUresult's name.
+std::string step_result(CUresult r);
+
 class program_runner : public sc_core::sc_module {
  public:
   program_runner(sc_core::sc_module_name name, fabric_system& sys, const program_spec& p,

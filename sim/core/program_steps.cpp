@@ -12,16 +12,12 @@ namespace p2psim::core {
 using namespace sc_core;
 using nlohmann::json;
 
-namespace {
-
-std::string cu_name(CUresult r) {
+std::string step_result(CUresult r) {
   if (r == CUDA_SUCCESS) return "ok";
   const char* n = nullptr;
   cuGetErrorName(r, &n);
   return n ? n : std::to_string(int(r));
 }
-
-}  // namespace
 
 std::string errno_name(int r) {
   switch (-r) {
@@ -48,33 +44,33 @@ uint8_t pattern_byte(uint64_t seed, uint64_t i) {
 }
 
 std::string program_runner::cuda_step(const step_spec& s, int pid) {
-  if (s.call == "cuInit") return cu_name(cuInit(0));
+  if (s.call == "cuInit") return step_result(cuInit(0));
   if (s.call == "cuCtxCreate") {
     int ordinal = -1;
     for (int g = 0; g < m_driver.gpu_count(); ++g)
       if (m_driver.gpu(g).name == s.device) ordinal = g;
     CUdevice dev = 0;
     CUresult r = cuDeviceGet(&dev, ordinal);
-    if (r != CUDA_SUCCESS) return cu_name(r);
+    if (r != CUDA_SUCCESS) return step_result(r);
     CUcontext ctx = nullptr;
     r = cuCtxCreate(&ctx, 0, dev);
     if (r == CUDA_SUCCESS) m_contexts[pid] = ctx;
-    return cu_name(r);
+    return step_result(r);
   }
-  if (s.call == "cuCtxDestroy") return cu_name(cuCtxDestroy(m_contexts[pid]));
-  if (s.call == "cuCtxSynchronize") return cu_name(cuCtxSynchronize());
+  if (s.call == "cuCtxDestroy") return step_result(cuCtxDestroy(m_contexts[pid]));
+  if (s.call == "cuCtxSynchronize") return step_result(cuCtxSynchronize());
   if (s.call == "cuMemAlloc") {
     CUdeviceptr p = 0;
     CUresult r = cuMemAlloc(&p, s.size);
     if (r == CUDA_SUCCESS) m_buffers[s.name] = {p, s.size, pid};
-    return cu_name(r);
+    return step_result(r);
   }
   auto it = m_buffers.find(s.buffer);
   const buffer b = it == m_buffers.end() ? buffer{0, 0, pid, false} : it->second;  // failed alloc
   // cuMemFree: the free callback runs inside it, and may wait for in-flight DMA (6.4).
   CUresult r = cuMemFree(b.va);
   if (r == CUDA_SUCCESS) it->second.live = false;
-  return cu_name(r);
+  return step_result(r);
 }
 
 // Copies through the CUDA API (and so through the GPU's copy engine on the fabric). The
@@ -91,13 +87,13 @@ std::string program_runner::memcpy_step(const step_spec& s) {
     CUresult r = s.async ? cuMemcpyHtoDAsync(b.va + s.offset, host.data(), len, nullptr)
                          : cuMemcpyHtoD(b.va + s.offset, host.data(), len);
     if (r == CUDA_SUCCESS) std::copy(host.begin(), host.end(), image.begin() + s.offset);
-    return cu_name(r);
+    return step_result(r);
   }
   if (s.call == "cuMemcpyDtoH") {
     std::vector<uint8_t> host(len);
     CUresult r = s.async ? cuMemcpyDtoHAsync(host.data(), b.va + s.offset, len, nullptr)
                          : cuMemcpyDtoH(host.data(), b.va + s.offset, len);
-    if (r != CUDA_SUCCESS) return cu_name(r);
+    if (r != CUDA_SUCCESS) return step_result(r);
     uint64_t bad = 0;
     for (uint64_t i = 0; i < len; ++i) bad += host[i] != image[s.offset + i];
     if (bad)
@@ -116,7 +112,7 @@ std::string program_runner::memcpy_step(const step_spec& s) {
     to.resize(std::max<uint64_t>(to.size(), d.size));
     std::copy(image.begin() + s.offset, image.begin() + s.offset + len, to.begin() + s.offset);
   }
-  return cu_name(r);
+  return step_result(r);
 }
 
 std::vector<program_runner::vram_piece> program_runner::vram_pieces(const buffer& b,

@@ -28,34 +28,32 @@ int reference::create_context(int pid, int gpu) {
   return int(m_contexts.size() - 1);
 }
 
-std::vector<expected_callback> reference::destroy_context(int ctx) {
-  std::vector<expected_callback> out;
-  const int pid = m_contexts.at(ctx).pid;
-  // Lowest VA first: each free runs its own callbacks before the next.
-  std::vector<std::pair<uint64_t, int>> doomed;
+// Frees the live allocations of `pid` that `doomed` picks, lowest VA first: each free runs its
+// own callbacks before the next.
+std::vector<expected_callback> reference::free_all(
+    int pid, const std::function<bool(const ref_allocation&)>& doomed) {
+  std::vector<std::pair<uint64_t, int>> order;
   for (size_t i = 0; i < m_allocations.size(); ++i)
-    if (m_allocations[i].alive && m_allocations[i].ctx == ctx)
-      doomed.push_back({m_allocations[i].va, int(i)});
-  std::sort(doomed.begin(), doomed.end());
-  for (auto [va, i] : doomed) {
-    auto cbs = free_allocation(i, pid);
+    if (m_allocations[i].alive && m_allocations[i].pid == pid && doomed(m_allocations[i]))
+      order.push_back({m_allocations[i].va, int(i)});
+  std::sort(order.begin(), order.end());
+  std::vector<expected_callback> out;
+  for (const auto& entry : order) {
+    auto cbs = free_allocation(entry.second, pid);
     out.insert(out.end(), cbs.begin(), cbs.end());
   }
+  return out;
+}
+
+std::vector<expected_callback> reference::destroy_context(int ctx) {
+  auto out =
+      free_all(m_contexts.at(ctx).pid, [&](const ref_allocation& a) { return a.ctx == ctx; });
   m_contexts[ctx].alive = false;
   return out;
 }
 
 std::vector<expected_callback> reference::process_exit(int pid) {
-  std::vector<expected_callback> out;
-  std::vector<std::pair<uint64_t, int>> doomed;
-  for (size_t i = 0; i < m_allocations.size(); ++i)
-    if (m_allocations[i].alive && m_allocations[i].pid == pid)
-      doomed.push_back({m_allocations[i].va, int(i)});
-  std::sort(doomed.begin(), doomed.end());
-  for (auto [va, i] : doomed) {
-    auto cbs = free_allocation(i, pid);
-    out.insert(out.end(), cbs.begin(), cbs.end());
-  }
+  auto out = free_all(pid, [](const ref_allocation&) { return true; });
   for (auto& c : m_contexts)
     if (c.pid == pid) c.alive = false;
   return out;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -159,6 +160,8 @@ class reference {
   uint64_t frames_free(int gpu) const;
 
  private:
+  std::vector<expected_callback> free_all(int pid,
+                                          const std::function<bool(const ref_allocation&)>& doomed);
   void end_pin(int i);
   void revoke_all(const std::vector<int>& pins, int freeing_pid,
                   std::vector<expected_callback>& out);
