@@ -2,7 +2,7 @@
 
 namespace p2psim::dma {
 
-void send_error_completion(link::pcie_port& port, const pcie::tlp_header& req, uint32_t stream,
+void send_error_completion(transport::pcie_port& port, const pcie::tlp_header& req, uint32_t stream,
                            uint16_t completer_id, pcie::cpl_status status,
                            const sc_core::sc_time& not_before) {
   pcie::tlp_header c;
@@ -15,7 +15,7 @@ void send_error_completion(link::pcie_port& port, const pcie::tlp_header& req, u
   c.address = req.address;
   c.lower_address = uint8_t(req.address & 0x7f);
   c.attrs = req.attrs;
-  port.send(link::tlp_pool::instance().make(c, stream), not_before);
+  port.send(transport::tlp_pool::instance().make(c, stream), not_before);
 }
 
 }  // namespace p2psim::dma

@@ -7,16 +7,16 @@
 #include <span>
 #include <systemc>
 
-#include "models/link/pcie_port.h"
-#include "models/link/tlp_txn.h"
 #include "models/pcie/split.h"
+#include "models/tlm/pcie_port.h"
+#include "models/tlm/tlp_txn.h"
 
 namespace p2psim::dma {
 
 // Sends the completions for read request `req`, reading the data through
 // read(address, span). They leave no earlier than now + not_before.
 template <typename ReadFn>
-void send_completions(link::pcie_port& port, const pcie::tlp_header& req, uint32_t stream,
+void send_completions(transport::pcie_port& port, const pcie::tlp_header& req, uint32_t stream,
                       uint16_t completer_id, uint32_t cpl_bytes, uint32_t rcb,
                       const sc_core::sc_time& not_before, ReadFn&& read) {
   uint32_t remaining = req.length;
@@ -34,7 +34,7 @@ void send_completions(link::pcie_port& port, const pcie::tlp_header& req, uint32
     c.length = uint32_t(stop - a);
     c.byte_count = remaining;
     c.lower_address = uint8_t(a & 0x7f);
-    link::tlp_txn& t = link::tlp_pool::instance().make(c, stream);
+    transport::tlp_txn& t = transport::tlp_pool::instance().make(c, stream);
     read(a, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
     port.send(t, not_before);
     remaining -= c.length;
@@ -45,7 +45,7 @@ void send_completions(link::pcie_port& port, const pcie::tlp_header& req, uint32
 // Burst fidelity: the completions for a burst of read requests, as one CplD burst that
 // stands for every completion send_completions would have cut for each of its requests.
 template <typename ReadFn>
-void send_completion_burst(link::pcie_port& port, const pcie::tlp_header& req,
+void send_completion_burst(transport::pcie_port& port, const pcie::tlp_header& req,
                            const pcie::tlp_meta& req_meta, uint16_t completer_id,
                            uint32_t cpl_bytes, uint32_t rcb, const sc_core::sc_time& not_before,
                            uint64_t lag_ps, memory::chunk_run whole, ReadFn&& read) {
@@ -59,7 +59,7 @@ void send_completion_burst(link::pcie_port& port, const pcie::tlp_header& req,
   c.length = req.length;
   c.byte_count = req.length;
   c.lower_address = uint8_t(req.address & 0x7f);
-  link::tlp_txn& t = link::tlp_pool::instance().make_burst(
+  transport::tlp_txn& t = transport::tlp_pool::instance().make_burst(
       c, req_meta.stream,
       pcie::count_completions(req.address, req.length, req_meta.unit, cpl_bytes, rcb), cpl_bytes);
   t.ext.meta.lag_ps = lag_ps;  // its last completion is ready this much after the first
@@ -71,7 +71,7 @@ void send_completion_burst(link::pcie_port& port, const pcie::tlp_header& req,
 }
 
 // A completion without data carrying an error status (UR or CA) for a refused request.
-void send_error_completion(link::pcie_port& port, const pcie::tlp_header& req, uint32_t stream,
+void send_error_completion(transport::pcie_port& port, const pcie::tlp_header& req, uint32_t stream,
                            uint16_t completer_id, pcie::cpl_status status,
                            const sc_core::sc_time& not_before);
 

@@ -3,7 +3,8 @@
 #include <span>
 #include <stdexcept>
 
-#include "models/link/tlp_txn.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/tlp_txn.h"
 
 namespace p2psim::dma {
 
@@ -19,8 +20,8 @@ bool posted(const dma_job& j) {
 }
 }  // namespace
 
-dma_requester::dma_requester(link::pcie_port& port, memory::backing_store& local,
-                             const requester_params& p, link::stream_log& log)
+dma_requester::dma_requester(transport::pcie_port& port, memory::backing_store& local,
+                             const requester_params& p, transport::stream_log& log)
     : m_port(port), m_local(local), m_params(p), m_log(log), m_tags(p.tags), m_reads(p.tags) {
   sc_core::sc_spawn_options o;
   o.spawn_method();
@@ -33,15 +34,15 @@ dma_requester::dma_requester(link::pcie_port& port, memory::backing_store& local
 void dma_requester::arm_timeout(uint64_t at) {
   if (m_timeout_at && m_timeout_at <= at) return;
   m_timeout_at = at;
-  const uint64_t now = link::now_ps();
-  m_timeout.notify(link::ps(at > now ? at - now : 0));
+  const uint64_t now = transport::now_ps();
+  m_timeout.notify(transport::ps(at > now ? at - now : 0));
 }
 
 // Gives up every read issued a completion timeout ago or earlier: its missing bytes are
 // timed out, its tags free again.
 void dma_requester::completion_timeout() {
   m_timeout_at = 0;
-  const uint64_t now = link::now_ps();
+  const uint64_t now = transport::now_ps();
   uint64_t next = 0;
   for (size_t tag = 0; tag < m_reads.size(); ++tag) {
     read_slot& s = m_reads[tag];
@@ -153,9 +154,9 @@ bool dma_requester::burst_tags_ready(const active_job& j) const {
   return m_tags.available() >= std::min(read_burst_tags(), left);
 }
 
-link::tlp_txn& dma_requester::make(const pcie::tlp_header& h, uint32_t stream, bool burst,
-                                   uint32_t tlps, uint32_t unit) {
-  auto& pool = link::tlp_pool::instance();
+transport::tlp_txn& dma_requester::make(const pcie::tlp_header& h, uint32_t stream, bool burst,
+                                        uint32_t tlps, uint32_t unit) {
+  auto& pool = transport::tlp_pool::instance();
   return burst ? pool.make_burst(h, stream, tlps, unit) : pool.make(h, stream);
 }
 
@@ -180,7 +181,7 @@ bool dma_requester::issue_one(active_job& j) {
   h.attrs = j.job.attrs;
   if (posted(j.job)) {
     h.type = pcie::tlp_type::mwr;
-    link::tlp_txn& t = make(h, j.job.stream, burst, tlps, m_params.mps);
+    transport::tlp_txn& t = make(h, j.job.stream, burst, tlps, m_params.mps);
     if (auto whole = burst ? m_local.share(local, c.length) : memory::chunk_run())
       t.carry(std::move(whole));
     else
@@ -200,11 +201,11 @@ bool dma_requester::issue_one(active_job& j) {
     slot.remaining = expected;
     slot.more_tags.clear();
     m_tags.acquire(tlps - 1, slot.more_tags);
-    slot.issued_ps = link::now_ps();
+    slot.issued_ps = transport::now_ps();
     slot.outstanding = true;
     arm_timeout(slot.issued_ps + m_params.completion_timeout_ps);
     m_stats.max_tags_in_use = std::max(m_stats.max_tags_in_use, m_tags.in_use());
-    link::tlp_txn& t = make(h, j.job.stream, burst, tlps, m_params.mrrs);
+    transport::tlp_txn& t = make(h, j.job.stream, burst, tlps, m_params.mrrs);
     if (j.job.atomic) m_local.read(local, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
     (j.job.atomic ? m_stats.atomics : m_stats.reads) += tlps;
     ++m_unsent[1];
@@ -240,27 +241,27 @@ void dma_requester::issue() {
 }
 
 void dma_requester::sent(tlm::tlm_generic_payload& gp) {
-  --m_unsent[link::hdr(gp).type == pcie::tlp_type::mwr ? 0 : 1];
-  m_log.started(link::meta(gp).stream, link::now_ps());
+  --m_unsent[transport::hdr(gp).type == pcie::tlp_type::mwr ? 0 : 1];
+  m_log.started(transport::meta(gp).stream, transport::now_ps());
   issue();
 }
 
 void dma_requester::completion(tlm::tlm_generic_payload& gp) {
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   read_slot& s = m_reads[h.tag];
   if (!s.outstanding) {  // its read was given up (completion timeout): nothing waits for it
     ++m_stats.unexpected_completions;
     return;
   }
-  m_stats.completions += link::meta(gp).tlps;
+  m_stats.completions += transport::meta(gp).tlps;
   if (h.status != pcie::cpl_status::sc || h.type == pcie::tlp_type::cpl) {
     ++m_stats.error_completions;
-    m_log.failed(s.stream, s.remaining, link::now_ps());
+    m_log.failed(s.stream, s.remaining, transport::now_ps());
     s.remaining = 0;
   } else {
     // Completions of one request arrive in address order (PCIe ordering: same transaction
     // ID never passes), so the data goes right after what came before.
-    const link::tlp_txn& t = link::txn(gp);
+    const transport::tlp_txn& t = transport::txn(gp);
     if (!t.shared || !m_local.adopt(s.local_offset, t.shared))
       t.for_each_piece([&](uint64_t at, std::span<const uint8_t> piece) {
         m_local.write(s.local_offset + at, piece);
@@ -268,11 +269,11 @@ void dma_requester::completion(tlm::tlm_generic_payload& gp) {
     s.local_offset += h.length;
     s.address += h.length;
     s.remaining -= std::min(s.remaining, h.length);
-    m_log.landed(s.stream, h.length, link::now_ps() + link::meta(gp).lag_ps);
+    m_log.landed(s.stream, h.length, transport::now_ps() + transport::meta(gp).lag_ps);
   }
   if (s.remaining == 0) {
-    if (link::meta(gp).burst) {
-      const uint64_t rtt = link::now_ps() - s.issued_ps;
+    if (transport::meta(gp).burst) {
+      const uint64_t rtt = transport::now_ps() - s.issued_ps;
       m_min_read_rtt = std::min(m_min_read_rtt, rtt);
       m_reads_queue = rtt >= 2 * m_min_read_rtt;
     }

@@ -12,13 +12,13 @@
 
 #include <systemc>
 
-#include "models/link/pcie_port.h"
-#include "models/link/stream_log.h"
-#include "models/link/tlp_txn.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/split.h"
 #include "models/pcie/tag_pool.h"
 #include "models/pcie/tlp.h"
+#include "models/tlm/pcie_port.h"
+#include "models/tlm/stream_log.h"
+#include "models/tlm/tlp_txn.h"
 
 namespace p2psim::dma {
 
@@ -67,8 +67,8 @@ struct requester_stats {
 
 class dma_requester {
  public:
-  dma_requester(link::pcie_port& port, memory::backing_store& local, const requester_params& p,
-                link::stream_log& log);
+  dma_requester(transport::pcie_port& port, memory::backing_store& local, const requester_params& p,
+                transport::stream_log& log);
   void submit(dma_job job);
   bool idle() const { return m_active.empty() && m_tags.in_use() == 0; }
   // Whether every TLP of stream `id` has been handed to the link (a posted write is then
@@ -110,13 +110,13 @@ class dma_requester {
   uint32_t burst_limit(const dma_job& j) const;  // TLPs the next burst may stand for
   bool burst_tags_ready(const active_job& j) const;
   uint32_t burst_size(const dma_job& j) const;  // bytes per burst for this job
-  static link::tlp_txn& make(const pcie::tlp_header& h, uint32_t stream, bool burst, uint32_t tlps,
-                             uint32_t unit);
+  static transport::tlp_txn& make(const pcie::tlp_header& h, uint32_t stream, bool burst,
+                                  uint32_t tlps, uint32_t unit);
 
-  link::pcie_port& m_port;
+  transport::pcie_port& m_port;
   memory::backing_store& m_local;
   requester_params m_params;
-  link::stream_log& m_log;
+  transport::stream_log& m_log;
   pcie::tag_pool m_tags;
   std::vector<read_slot> m_reads;  // by tag
   std::list<active_job> m_active;  // round robin: front issues next

@@ -1,74 +1,75 @@
 #include "models/dma/memory_completer.h"
 
 #include "models/dma/completer.h"
-#include "models/link/tlp_txn.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/tlp_txn.h"
 
 namespace p2psim::dma {
 
 sc_core::sc_time memory_completer::write(tlm::tlm_generic_payload& gp, uint64_t offset) {
-  const auto& h = link::hdr(gp);
-  const link::tlp_txn& t = link::txn(gp);
+  const auto& h = transport::hdr(gp);
+  const transport::tlp_txn& t = transport::txn(gp);
   if (m_on_store)
     t.for_each_piece(
         [&](uint64_t at, std::span<const uint8_t> piece) { m_on_store(offset + at, piece); });
   if (!t.shared || !m_store.adopt(offset, t.shared))
     t.for_each_piece(
         [&](uint64_t at, std::span<const uint8_t> piece) { m_store.write(offset + at, piece); });
-  uint64_t now = link::now_ps();
+  uint64_t now = transport::now_ps();
   // A burst taken as its first TLP came in (by a root complex) is all in lag_ps later.
-  uint64_t done = std::max(m_path.serve(now, h.length), now + link::meta(gp).lag_ps);
-  m_log.landed(link::meta(gp).stream, h.length, done);
-  return link::ps(done - now);
+  uint64_t done = std::max(m_path.serve(now, h.length), now + transport::meta(gp).lag_ps);
+  m_log.landed(transport::meta(gp).stream, h.length, done);
+  return transport::ps(done - now);
 }
 
-void memory_completer::read(link::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
-                            const sc_core::sc_time& extra) {
-  const auto& h = link::hdr(gp);
-  uint64_t now = link::now_ps();
+void memory_completer::read(transport::pcie_port& port, tlm::tlm_generic_payload& gp,
+                            uint64_t offset, const sc_core::sc_time& extra) {
+  const auto& h = transport::hdr(gp);
+  uint64_t now = transport::now_ps();
   // The access latency, then the request's bytes through the data path: its completions
   // leave once the data is read (they then serialize on the link one after another).
   uint64_t done = m_path.serve(now + latency_ps(), h.length);
-  sc_core::sc_time when = link::ps(done - now) + extra;
+  sc_core::sc_time when = transport::ps(done - now) + extra;
   const uint64_t base = h.address;
   auto fetch = [&](uint64_t addr, std::span<uint8_t> out) {
     m_store.read(offset + (addr - base), out);
   };
-  if (const auto& m = link::meta(gp); m.burst) {
+  if (const auto& m = transport::meta(gp); m.burst) {
     // The first request's data is read first and its completions leave then; the rest
     // follow at the data path's rate, and no sooner than their requests came in (lag_ps).
     const uint64_t first =
         std::min(done, done - m_path.time_for(h.length) + m_path.time_for(m.unit));
     const uint64_t last = std::max(done, now + m.lag_ps + latency_ps() + m_path.time_for(m.unit));
     send_completion_burst(port, h, m, m_id, m_timing.cpl_bytes, m_timing.rcb,
-                          link::ps(first - now) + extra, last - first,
+                          transport::ps(first - now) + extra, last - first,
                           m_store.share(offset, h.length), fetch);
   } else
-    send_completions(port, h, link::meta(gp).stream, m_id, m_timing.cpl_bytes, m_timing.rcb, when,
-                     fetch);
+    send_completions(port, h, transport::meta(gp).stream, m_id, m_timing.cpl_bytes, m_timing.rcb,
+                     when, fetch);
 }
 
-void memory_completer::atomic(link::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
-                              const sc_core::sc_time& extra) {
-  const auto& h = link::hdr(gp);
+void memory_completer::atomic(transport::pcie_port& port, tlm::tlm_generic_payload& gp,
+                              uint64_t offset, const sc_core::sc_time& extra) {
+  const auto& h = transport::hdr(gp);
   const uint32_t size = pcie::atomic_result_bytes(h.type, h.length);
   std::vector<uint8_t> old(size);
   m_store.read(offset, old);
-  std::vector<uint8_t> now_value = pcie::atomic_result(h.type, old, link::txn(gp).payload());
+  std::vector<uint8_t> now_value = pcie::atomic_result(h.type, old, transport::txn(gp).payload());
   if (m_on_store) m_on_store(offset, now_value);
   m_store.write(offset, now_value);
-  uint64_t now = link::now_ps();
+  uint64_t now = transport::now_ps();
   uint64_t done = m_path.serve(now + latency_ps(), size);
   pcie::tlp_header answer = h;  // one CplD with the old value
   answer.length = size;
   // The requester logs the returned value as it lands, as for a read.
   send_completions(
-      port, answer, link::meta(gp).stream, m_id, size, size, link::ps(done - now) + extra,
+      port, answer, transport::meta(gp).stream, m_id, size, size, transport::ps(done - now) + extra,
       [&](uint64_t, std::span<uint8_t> out) { std::copy(old.begin(), old.end(), out.begin()); });
 }
 
-sc_core::sc_time memory_completer::serve(link::pcie_port& port, tlm::tlm_generic_payload& gp,
+sc_core::sc_time memory_completer::serve(transport::pcie_port& port, tlm::tlm_generic_payload& gp,
                                          uint64_t offset, const sc_core::sc_time& extra) {
-  const auto t = link::hdr(gp).type;
+  const auto t = transport::hdr(gp).type;
   if (t == pcie::tlp_type::mwr) return write(gp, offset);
   if (pcie::is_atomic(t))
     atomic(port, gp, offset, extra);

@@ -12,11 +12,11 @@
 #include <tlm>
 #include <vector>
 
-#include "models/link/pcie_port.h"
-#include "models/link/stream_log.h"
 #include "models/memory/backing_store.h"
 #include "models/memory/throughput.h"
 #include "models/pcie/atomic_op.h"
+#include "models/tlm/pcie_port.h"
+#include "models/tlm/stream_log.h"
 
 namespace p2psim::dma {
 
@@ -30,21 +30,21 @@ struct memory_timing {
 class memory_completer {
  public:
   memory_completer(memory::backing_store& store, const memory_timing& t, uint16_t completer_id,
-                   link::stream_log& log)
+                   transport::stream_log& log)
       : m_store(store), m_timing(t), m_path(t.bandwidth_gbs), m_id(completer_id), m_log(log) {}
 
   // Stores the MWr's payload at `offset`; returns when the data path has absorbed it, as a
   // delay from now (when the caller frees the TLP's buffer).
   sc_core::sc_time write(tlm::tlm_generic_payload& gp, uint64_t offset);
   // Sends the completions for MRd `gp` reading from `offset` through `port`, `extra` later.
-  void read(link::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
+  void read(transport::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
             const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
   // Performs AtomicOp `gp` on the store at `offset` and sends its CplD, `extra` later.
-  void atomic(link::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
+  void atomic(transport::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
               const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
   // Any request: stores, answers or both. Returns when the caller may free the TLP's buffer
   // (after a write: when the data path has absorbed it), as a delay from now.
-  sc_core::sc_time serve(link::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
+  sc_core::sc_time serve(transport::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
                          const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
   void set_completer_id(uint16_t id) { m_id = id; }
   // Called with the new bytes before a write or an AtomicOp changes the store (the GPU keeps
@@ -59,7 +59,7 @@ class memory_completer {
   memory_timing m_timing;
   memory::throughput m_path;
   uint16_t m_id;
-  link::stream_log& m_log;
+  transport::stream_log& m_log;
   store_hook m_on_store;
 };
 

@@ -1,14 +1,15 @@
 #include "models/dma_engine/dma_engine.h"
-#include "models/link/activity.h"
+#include "models/tlm/activity.h"
 
 #include "models/dma/completer.h"
-#include "models/link/tlp_txn.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/tlp_txn.h"
 
 namespace p2psim::dma_engine {
 
 using namespace sc_core;
 
-dma_engine::dma_engine(sc_module_name name, const engine_params& p, link::stream_log& log)
+dma_engine::dma_engine(sc_module_name name, const engine_params& p, transport::stream_log& log)
     : sc_module(name),
       port("port", *this, 0),
       m_params(p),
@@ -26,24 +27,24 @@ dma_engine::dma_engine(sc_module_name name, const engine_params& p, link::stream
 
 void dma_engine::submit(dma::dma_job job) {
   ++m_stats.jobs;
-  uint64_t now = link::now_ps();
+  uint64_t now = transport::now_ps();
   uint64_t at = now + uint64_t(m_params.descriptor_latency_ns * 1000 + 0.5);
   m_pending.emplace_back(at, std::move(job));
-  m_due.notify(link::ps(m_pending.front().first - now));
+  m_due.notify(transport::ps(m_pending.front().first - now));
 }
 
 void dma_engine::start_due() {
-  link::note_activity(this);
-  uint64_t now = link::now_ps();
+  transport::note_activity(this);
+  uint64_t now = transport::now_ps();
   while (!m_pending.empty() && m_pending.front().first <= now) {
     m_req.submit(std::move(m_pending.front().second));
     m_pending.pop_front();
   }
-  if (!m_pending.empty()) m_due.notify(link::ps(m_pending.front().first - now));
+  if (!m_pending.empty()) m_due.notify(transport::ps(m_pending.front().first - now));
 }
 
 void dma_engine::receive(int, tlm::tlm_generic_payload& gp) {
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   if (pcie::is_completion(h.type)) {
     m_req.completion(gp);
     port.release(gp);
@@ -65,10 +66,10 @@ void dma_engine::receive(int, tlm::tlm_generic_payload& gp) {
   if (!target) {
     ++m_stats.unsupported;
     if (pcie::is_non_posted(h.type))
-      dma::send_error_completion(port, h, link::meta(gp).stream, m_params.bdf, pcie::cpl_status::ur,
-                                 SC_ZERO_TIME);
+      dma::send_error_completion(port, h, transport::meta(gp).stream, m_params.bdf,
+                                 pcie::cpl_status::ur, SC_ZERO_TIME);
     else
-      m_log.failed(link::meta(gp).stream, h.length, link::now_ps());
+      m_log.failed(transport::meta(gp).stream, h.length, transport::now_ps());
     port.release(gp);
   } else {
     port.release(gp, target->serve(port, gp, off));
@@ -78,7 +79,7 @@ void dma_engine::receive(int, tlm::tlm_generic_payload& gp) {
 
 // Never ahead (takes_departures_ahead is false): the requester acts on the departure now.
 void dma_engine::sent(int, tlm::tlm_generic_payload& gp, uint64_t) {
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   if (!pcie::is_completion(h.type) && h.requester_id == m_params.bdf) m_req.sent(gp);
 }
 

@@ -9,10 +9,10 @@
 
 #include "models/dma/dma_requester.h"
 #include "models/dma/memory_completer.h"
-#include "models/link/pcie_port.h"
-#include "models/link/stream_log.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/window.h"
+#include "models/tlm/pcie_port.h"
+#include "models/tlm/stream_log.h"
 
 namespace p2psim::dma_engine {
 
@@ -30,11 +30,11 @@ struct engine_stats {
   uint64_t bar2_writes = 0, bar2_reads = 0, bar0_accesses = 0, unsupported = 0;
 };
 
-class dma_engine : public sc_core::sc_module, public link::tlp_handler {
+class dma_engine : public sc_core::sc_module, public transport::tlp_handler {
  public:
-  link::pcie_port port;
+  transport::pcie_port port;
 
-  dma_engine(sc_core::sc_module_name name, const engine_params& p, link::stream_log& log);
+  dma_engine(sc_core::sc_module_name name, const engine_params& p, transport::stream_log& log);
   // Queues a descriptor list; it starts after the descriptor latency.
   void submit(dma::dma_job job);
   memory::backing_store& local_memory() { return m_local; }
@@ -49,7 +49,7 @@ class dma_engine : public sc_core::sc_module, public link::tlp_handler {
   void start_due();
 
   engine_params m_params;
-  link::stream_log& m_log;
+  transport::stream_log& m_log;
   memory::backing_store m_local;
   memory::backing_store m_regs;
   dma::memory_completer m_local_port;

@@ -1,7 +1,8 @@
 #include "models/gpu/gpu.h"
 
 #include "models/dma/completer.h"
-#include "models/link/tlp_txn.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/tlp_txn.h"
 
 namespace p2psim::gpu {
 
@@ -15,7 +16,7 @@ dma::memory_timing register_timing(const dma::memory_timing& t) {
 }
 }  // namespace
 
-gpu::gpu(sc_module_name name, const gpu_params& p, link::stream_log& log)
+gpu::gpu(sc_module_name name, const gpu_params& p, transport::stream_log& log)
     : sc_module(name),
       port("port", *this, 0),
       m_params(p),
@@ -35,7 +36,7 @@ gpu::gpu(sc_module_name name, const gpu_params& p, link::stream_log& log)
 }
 
 void gpu::receive(int, tlm::tlm_generic_payload& gp) {
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   if (pcie::is_completion(h.type)) {
     m_copy.completion(gp);
     port.release(gp);
@@ -46,17 +47,18 @@ void gpu::receive(int, tlm::tlm_generic_payload& gp) {
 }
 
 void gpu::refuse(tlm::tlm_generic_payload& gp, pcie::cpl_status status) {
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   if (pcie::is_non_posted(h.type))
-    dma::send_error_completion(port, h, link::meta(gp).stream, m_params.bdf, status, SC_ZERO_TIME);
+    dma::send_error_completion(port, h, transport::meta(gp).stream, m_params.bdf, status,
+                               SC_ZERO_TIME);
   else
-    m_log.failed(link::meta(gp).stream, h.length, link::now_ps());
+    m_log.failed(transport::meta(gp).stream, h.length, transport::now_ps());
   port.release(gp);
   gp.release();
 }
 
 void gpu::request(tlm::tlm_generic_payload& gp) {
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   const bool write = h.type == pcie::tlp_type::mwr || pcie::is_atomic(h.type);
   if (m_params.bar1.contains(h.address)) {
     // A TLP never crosses a 4 KiB boundary, so it lies within one 64 KiB BAR1 page.
@@ -84,7 +86,7 @@ void gpu::request(tlm::tlm_generic_payload& gp) {
 
 // Never ahead (takes_departures_ahead is false): the requester acts on the departure now.
 void gpu::sent(int, tlm::tlm_generic_payload& gp, uint64_t) {
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   if (!pcie::is_completion(h.type) && h.requester_id == m_params.bdf) m_copy.sent(gp);
 }
 

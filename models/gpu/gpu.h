@@ -12,10 +12,10 @@
 #include "models/dma/memory_completer.h"
 #include "models/gpu/bar1_page_table.h"
 #include "models/gpu/rdma_visibility.h"
-#include "models/link/pcie_port.h"
-#include "models/link/stream_log.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/window.h"
+#include "models/tlm/pcie_port.h"
+#include "models/tlm/stream_log.h"
 
 namespace p2psim::gpu {
 
@@ -37,11 +37,11 @@ struct gpu_stats {
   uint64_t unsupported = 0;  // requests that hit no BAR
 };
 
-class gpu : public sc_core::sc_module, public link::tlp_handler {
+class gpu : public sc_core::sc_module, public transport::tlp_handler {
  public:
-  link::pcie_port port;
+  transport::pcie_port port;
 
-  gpu(sc_core::sc_module_name name, const gpu_params& p, link::stream_log& log);
+  gpu(sc_core::sc_module_name name, const gpu_params& p, transport::stream_log& log);
   const gpu_params& params() const { return m_params; }
   memory::backing_store& vram() { return m_vram; }
   bar1_page_table& bar1() { return m_bar1; }
@@ -57,7 +57,7 @@ class gpu : public sc_core::sc_module, public link::tlp_handler {
   void refuse(tlm::tlm_generic_payload& gp, pcie::cpl_status status);
 
   gpu_params m_params;
-  link::stream_log& m_log;
+  transport::stream_log& m_log;
   memory::backing_store m_vram;
   rdma_visibility m_visibility;  // over m_vram
   memory::backing_store m_regs;

@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "models/link/activity.h"
-#include "models/link/pcie_port.h"
-#include "models/link/stream_log.h"
-#include "models/link/tlp_txn.h"
 #include "models/pcie/link_timing.h"
 #include "models/pcie/ordering.h"
+#include "models/tlm/activity.h"
+#include "models/tlm/pcie_port.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/stream_log.h"
+#include "models/tlm/tlp_txn.h"
 
 namespace p2psim::link {
 
@@ -30,7 +31,7 @@ link_channel::link_channel(sc_module_name name, const channel_timing& timing,
   dont_initialize();
 }
 
-void link_channel::schedule_ahead(const pcie_port& sender) {
+void link_channel::schedule_ahead(const transport::pcie_port& sender) {
   m_sender = sender.owner_takes_departures_ahead() ? &sender : nullptr;
 }
 
@@ -46,13 +47,13 @@ tlm::tlm_sync_enum link_channel::in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_ph
     drop(gp);
     return tlm::TLM_ACCEPTED;
   }
-  uint64_t now = now_ps();
-  uint64_t ready = now + to_ps(d);
+  uint64_t now = transport::now_ps();
+  uint64_t ready = now + transport::to_ps(d);
   if (ready < m_promised_ps)  // a TLP started ahead of this one on the sender's word
     throw std::logic_error(std::string(name()) + ": a TLP handed over ready at " +
                            std::to_string(ready) + " ps, before " + std::to_string(m_promised_ps) +
                            " ps: its sender promised none would be");
-  auto c = int(pcie::fc_class_of(hdr(gp).type));
+  auto c = int(pcie::fc_class_of(transport::hdr(gp).type));
   m_queue[c].push_back({&gp, ready, m_seq++});
   uint64_t depth = m_queue[0].size() + m_queue[1].size() + m_queue[2].size();
   if (!m_ahead_starts.empty()) depth += waiting_ahead(now);
@@ -63,8 +64,8 @@ tlm::tlm_sync_enum link_channel::in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_ph
 
 tlm::tlm_sync_enum link_channel::out_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time& d) {
   // The receiver freed the buffer: its UpdateFC reaches us one propagation latency later.
-  const auto& h = hdr(gp);
-  uint64_t arrival = now_ps() + to_ps(d) + m_timing.latency_ps;
+  const auto& h = transport::hdr(gp);
+  uint64_t arrival = transport::now_ps() + transport::to_ps(d) + m_timing.latency_ps;
   m_credits.schedule_return(pcie::fc_class_of(h.type), credit_cost_of(gp), arrival);
   if (!m_pumping) pump();
   return tlm::TLM_ACCEPTED;
@@ -72,15 +73,15 @@ tlm::tlm_sync_enum link_channel::out_bw(tlm::tlm_generic_payload& gp, tlm::tlm_p
 
 // A burst's credits: a header credit for each of its TLPs and the payload's data credits.
 pcie::credit_cost link_channel::credit_cost_of(const tlm::tlm_generic_payload& gp) {
-  pcie::credit_cost c = pcie::credit_cost_of(hdr(gp));
-  c.header = meta(gp).tlps;
+  pcie::credit_cost c = pcie::credit_cost_of(transport::hdr(gp));
+  c.header = transport::meta(gp).tlps;
   return c;
 }
 
 bool link_channel::may_start(const tlm::tlm_generic_payload& gp) const {
-  const auto c = pcie::fc_class_of(hdr(gp).type);
-  return meta(gp).burst ? m_credits.can_start_burst(c, credit_cost_of(gp))
-                        : m_credits.can_send(c, credit_cost_of(gp));
+  const auto c = pcie::fc_class_of(transport::hdr(gp).type);
+  return transport::meta(gp).burst ? m_credits.can_start_burst(c, credit_cost_of(gp))
+                                   : m_credits.can_send(c, credit_cost_of(gp));
 }
 
 // The oldest ready head that has credits and may pass every older head still waiting.
@@ -100,10 +101,11 @@ link_channel::slot link_channel::pick(uint64_t now, uint64_t& wake) {
       wake = wake ? std::min(wake, e->ready_ps) : e->ready_ps;
       continue;
     }
-    const auto& h = hdr(*e->gp);
+    const auto& h = transport::hdr(*e->gp);
     bool passes = true;
     for (int j = 0; j < i && passes; ++j)
-      if (heads[j]->ready_ps <= now && pcie::may_pass(h, hdr(*heads[j]->gp)) == pcie::passing::no)
+      if (heads[j]->ready_ps <= now &&
+          pcie::may_pass(h, transport::hdr(*heads[j]->gp)) == pcie::passing::no)
         passes = false;
     if (!passes) continue;
     if (may_start(*e->gp)) return {int(pcie::fc_class_of(h.type)), 0};
@@ -137,11 +139,12 @@ link_channel::slot link_channel::pick_explored(uint64_t now, uint64_t& wake,
       wake = wake ? std::min(wake, e.ready_ps) : e.ready_ps;
       continue;
     }
-    const auto& h = hdr(*e.gp);
+    const auto& h = transport::hdr(*e.gp);
     bool passes = true;
     for (size_t j = 0; j < i && passes; ++j) {
       const entry& older = m_queue[order[j].cls][order[j].index];
-      passes = older.ready_ps > now || pcie::may_pass(h, hdr(*older.gp)) != pcie::passing::no;
+      passes =
+          older.ready_ps > now || pcie::may_pass(h, transport::hdr(*older.gp)) != pcie::passing::no;
     }
     if (!passes) continue;
     if (!may_start(*e.gp)) {
@@ -199,7 +202,7 @@ bool link_channel::start_ahead(uint64_t now) {
   m_credits.advance(free);  // no start decision comes before `free`: returns up to it count
   if (!may_start(*e.gp)) return false;
   if (at > free) {
-    if (!m_sender->owner_hands_nothing_before(at, tlp_scope::all)) return false;
+    if (!m_sender->owner_hands_nothing_before(at, transport::tlp_scope::all)) return false;
     m_promised_ps = std::max(m_promised_ps, at);
   }
   entry started = e;
@@ -209,11 +212,12 @@ bool link_channel::start_ahead(uint64_t now) {
 }
 
 bool link_channel::delivers_no_completion_before(uint64_t t) const {
-  const uint64_t now = now_ps(), latency = m_timing.latency_ps;
+  const uint64_t now = transport::now_ps(), latency = m_timing.latency_ps;
   for (const entry& e : m_queue[int(pcie::fc_class::completion)])
     if (std::max(e.ready_ps, now) + latency < t) return false;
   if (t <= now + latency) return true;  // what is still to be handed over starts now or later
-  return m_sender && m_sender->owner_hands_nothing_before(t - latency, tlp_scope::completions);
+  return m_sender &&
+         m_sender->owner_hands_nothing_before(t - latency, transport::tlp_scope::completions);
 }
 
 int link_channel::oldest_class() const {
@@ -248,8 +252,8 @@ uint64_t link_channel::next_chance() {
 
 void link_channel::start(entry e, uint64_t at, uint64_t now) {
   auto& gp = *e.gp;
-  auto& h = hdr(gp);
-  const auto& m = meta(gp);
+  auto& h = transport::hdr(gp);
+  const auto& m = transport::meta(gp);
   // Ready, the serializer free, and still it did not go: the receiver had no room for it
   // (or for an older TLP it may not pass).
   if (at > std::max(e.ready_ps, m_busy_until)) ++m_stats.credit_stalls;
@@ -274,7 +278,7 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   }
   uint64_t ser = uint64_t(bytes * m_ps_per_wire_byte + 0.5);
   uint64_t tlp_ser = uint64_t(tlp_bytes * m_ps_per_wire_byte + 0.5);
-  auto& mm = meta(gp);
+  auto& mm = transport::meta(gp);
   // A burst's first TLP arrives after its own serialization time; its last one cannot leave
   // before it is ready here (lag_ps after the first), so the burst may take longer than its
   // symbols do. For a TLP (one TLP, no lag) this is just its serialization time.
@@ -295,10 +299,10 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
 
   // The TLP's tail arrives when its own symbols are through (DLLPs follow it).
   tlm::tlm_phase fw = tlm::BEGIN_REQ;
-  sc_time arrive = ps(at - now + first_ser + m_timing.latency_ps);
+  sc_time arrive = transport::ps(at - now + first_ser + m_timing.latency_ps);
   out->nb_transport_fw(gp, fw, arrive);
   tlm::tlm_phase bw = tlm::END_REQ;
-  sc_time leaves = ps(at - now);
+  sc_time leaves = transport::ps(at - now);
   in->nb_transport_bw(gp, bw, leaves);
 }
 
@@ -307,7 +311,7 @@ std::string link_channel::blocked() const {
   if (cls < 0) return "";
   const size_t queued = m_queue[0].size() + m_queue[1].size() + m_queue[2].size();
   const tlm::tlm_generic_payload& oldest = *m_queue[cls].front().gp;
-  const auto c = pcie::fc_class_of(hdr(oldest).type);
+  const auto c = pcie::fc_class_of(transport::hdr(oldest).type);
   const pcie::credit_cost need = credit_cost_of(oldest);
   return std::to_string(queued) + " TLPs queued; the oldest needs " + std::to_string(need.header) +
          " header and " + std::to_string(need.data) +
@@ -316,11 +320,11 @@ std::string link_channel::blocked() const {
          std::to_string(m_credits.data_available(c)) + " free";
 }
 
-void link_channel::go_down(stream_log& log) {
+void link_channel::go_down(transport::stream_log& log) {
   m_log_when_down = &log;
   // Scheduled ahead but not started: dropped here (the receiving port, which holds them,
   // counts their stream's lost bytes).
-  waiting_ahead(now_ps());
+  waiting_ahead(transport::now_ps());
   for (const ahead& a : m_ahead_starts) {  // as if they had stayed queued
     m_stats.tlps -= a.tlps;
     m_stats.payload_bytes -= a.payload;
@@ -340,12 +344,12 @@ void link_channel::go_down(stream_log& log) {
 }
 
 void link_channel::drop(tlm::tlm_generic_payload& gp) {
-  const auto& h = hdr(gp);
-  const auto& m = meta(gp);
+  const auto& h = transport::hdr(gp);
+  const auto& m = transport::meta(gp);
   const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
   m_stats.dropped_tlps += m.tlps;  // a burst stands for many
   m_stats.dropped_bytes += payload;
-  if (h.type == pcie::tlp_type::mwr) m_log_when_down->lost(m.stream, payload, now_ps());
+  if (h.type == pcie::tlp_type::mwr) m_log_when_down->lost(m.stream, payload, transport::now_ps());
   tlm::tlm_phase bw = tlm::END_REQ;  // the sender's buffer is free: the TLP is gone
   sc_time zero = SC_ZERO_TIME;
   in->nb_transport_bw(gp, bw, zero);
@@ -355,18 +359,18 @@ void link_channel::drop(tlm::tlm_generic_payload& gp) {
 void link_channel::wake_at(uint64_t t, uint64_t now) {
   if (m_wake_at <= t) return;  // a wake no later than t is already pending
   m_wake_at = std::max(t, now);
-  m_wake.notify(ps(m_wake_at - now));
+  m_wake.notify(transport::ps(m_wake_at - now));
 }
 
 void link_channel::woken() {
-  note_activity(this);
+  transport::note_activity(this);
   m_wake_at = no_wake;  // the pending wake fired: none is known now
   pump();
 }
 
 void link_channel::pump() {
   m_pumping = true;
-  uint64_t now = now_ps();
+  uint64_t now = transport::now_ps();
   while (true) {
     if (m_queue[0].empty() && m_queue[1].empty() && m_queue[2].empty()) break;
     if (m_busy_until > now) {

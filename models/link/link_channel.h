@@ -16,10 +16,12 @@
 #include "models/pcie/credits.h"
 #include "models/pcie/tlp.h"
 
-namespace p2psim::link {
-
+namespace p2psim::transport {
 class stream_log;
 class pcie_port;
+}  // namespace p2psim::transport
+
+namespace p2psim::link {
 
 struct channel_timing {
   double ps_per_byte = 0;    // 1 / raw bandwidth
@@ -60,14 +62,14 @@ class link_channel : public sc_core::sc_module {
   // discarded, its sender told it has left. Posted writes count as lost bytes of their
   // stream in `log`; a dropped request or completion is for its requester's completion
   // timeout to notice. Not reversible: a link that retrains is a new run.
-  void go_down(stream_log& log);
+  void go_down(transport::stream_log& log);
   bool down() const { return m_log_when_down != nullptr; }
   // What holds the TLPs queued here, for a run that stalled ("" when none is queued).
   std::string blocked() const;
   // If the transmitting port's component takes departures ahead (tlp_handler), a TLP whose
   // start is already certain is scheduled at once rather than when the serializer frees
   // (or, asking the component, when the TLP is ready).
-  void schedule_ahead(const pcie_port& sender);
+  void schedule_ahead(const transport::pcie_port& sender);
   // Whether no completion that is not on the wire yet reaches the receiving port before
   // `t`: the queued ones start no sooner than they are ready, and for those still to come
   // the sender must promise (tlp_handler::hands_nothing_before). "No" is always safe.
@@ -106,7 +108,7 @@ class link_channel : public sc_core::sc_module {
   uint64_t m_busy_until = 0;
   uint64_t m_ack_bytes = 0, m_fc_bytes = 0;  // bytes sent since the last ACK / UpdateFC DLLP
   bool m_pumping = false;
-  const pcie_port* m_sender = nullptr;  // set when it takes departures ahead
+  const transport::pcie_port* m_sender = nullptr;  // set when it takes departures ahead
   // The sender promised to hand over no TLP ready before this (hands_nothing_before) when
   // one started ahead on its word; one that is would have gone first: a model error.
   uint64_t m_promised_ps = 0;
@@ -118,7 +120,7 @@ class link_channel : public sc_core::sc_module {
   };
   pcie::fifo<ahead> m_ahead_starts;
   size_t waiting_ahead(uint64_t now);
-  stream_log* m_log_when_down = nullptr;  // set when the link goes down
+  transport::stream_log* m_log_when_down = nullptr;  // set when the link goes down
   // When the pump is next woken, as far as this channel knows (no_wake: not at all). Each
   // TLP and credit return asks for a wake; most ask for one already pending, and skipping
   // those saves the kernel a notification each. It is never earlier than the wake really

@@ -26,14 +26,14 @@ double pcie_link::raw_gbs() const {
   return pcie::raw_gbs(m_params.gen, m_params.width);
 }
 
-void pcie_link::go_down(stream_log& log) {
+void pcie_link::go_down(transport::stream_log& log) {
   m_down->go_down(log);
   m_up->go_down(log);
   m_upstream_port->link_down(log);
   m_downstream_port->link_down(log);
 }
 
-void pcie_link::connect(pcie_port& upstream, pcie_port& downstream) {
+void pcie_link::connect(transport::pcie_port& upstream, transport::pcie_port& downstream) {
   m_upstream_port = &upstream;
   m_downstream_port = &downstream;
   upstream.tx.bind(m_down->in);
@@ -58,7 +58,7 @@ qpi_link::qpi_link(sc_module_name name, const qpi_link_params& p) : sc_module(na
   m_ba = std::make_unique<link_channel>("b_to_a", t, pcie::credit_limits{});
 }
 
-void qpi_link::connect(pcie_port& a, pcie_port& b) {
+void qpi_link::connect(transport::pcie_port& a, transport::pcie_port& b) {
   a.tx.bind(m_ab->in);
   m_ab->out.bind(b.rx);
   b.tx.bind(m_ba->in);

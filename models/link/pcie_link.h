@@ -8,7 +8,7 @@
 #include <systemc>
 
 #include "models/link/link_channel.h"
-#include "models/link/pcie_port.h"
+#include "models/tlm/pcie_port.h"
 
 namespace p2psim::link {
 
@@ -28,21 +28,21 @@ class pcie_link : public sc_core::sc_module {
  public:
   pcie_link(sc_core::sc_module_name name, const pcie_link_params& p);
   // Connects the upstream component's port and the downstream component's port.
-  void connect(pcie_port& upstream, pcie_port& downstream);
+  void connect(transport::pcie_port& upstream, transport::pcie_port& downstream);
   const link_channel& downstream() const { return *m_down; }  // toward the endpoint
   const link_channel& upstream() const { return *m_up; }      // toward the root complex
   const pcie_link_params& params() const { return m_params; }
   double raw_gbs() const;
   // Takes the link down for good (a fault step): both directions drop what they carry, and
   // both ports see it (a switch or root port then answers requests for it with UR).
-  void go_down(stream_log& log);
+  void go_down(transport::stream_log& log);
   bool is_down() const { return m_down->down(); }
 
  private:
   pcie_link_params m_params;
   std::unique_ptr<link_channel> m_down, m_up;
-  pcie_port* m_upstream_port = nullptr;
-  pcie_port* m_downstream_port = nullptr;
+  transport::pcie_port* m_upstream_port = nullptr;
+  transport::pcie_port* m_downstream_port = nullptr;
 };
 
 // The socket interconnect (QPI / UPI / xGMI) between two root complexes, carrying TLPs
@@ -57,7 +57,7 @@ struct qpi_link_params {
 class qpi_link : public sc_core::sc_module {
  public:
   qpi_link(sc_core::sc_module_name name, const qpi_link_params& p);
-  void connect(pcie_port& a, pcie_port& b);
+  void connect(transport::pcie_port& a, transport::pcie_port& b);
   const link_channel& a_to_b() const { return *m_ab; }
   const link_channel& b_to_a() const { return *m_ba; }
   const qpi_link_params& params() const { return m_params; }

@@ -1,10 +1,11 @@
 #include "models/root_complex/iommu_stage.h"
-#include "models/link/activity.h"
+#include "models/tlm/activity.h"
 
 #include <algorithm>
 
-#include "models/link/stream_log.h"
-#include "models/link/tlp_txn.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/stream_log.h"
+#include "models/tlm/tlp_txn.h"
 
 namespace p2psim::root_complex {
 
@@ -30,10 +31,10 @@ iommu::iommu_domain* iommu_stage::domain(uint16_t requester_id) {
 
 void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
   auto& pq = m_ports[port];
-  const uint64_t now = link::now_ps();
+  const uint64_t now = transport::now_ps();
   uint64_t ready = std::max(now, pq.busy_until_ps);
   bool blocked = false;
-  auto& h = link::hdr(gp);
+  auto& h = transport::hdr(gp);
   const bool request = !pcie::is_completion(h.type) && h.type != pcie::tlp_type::msg;
   if (auto* d = request ? domain(h.requester_id) : nullptr) {
     // A request never crosses 4 KiB and I/O pages are at least that big: one translation.
@@ -55,7 +56,7 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
     return;
   }
   pq.waiting.push_back({&gp, ready, blocked});
-  if (pq.waiting.size() == 1) m_wake.notify(link::ps(ready - now));  // an earlier one wins
+  if (pq.waiting.size() == 1) m_wake.notify(transport::ps(ready - now));  // an earlier one wins
 }
 
 uint64_t iommu_stage::earliest_held_ps() const {
@@ -66,8 +67,8 @@ uint64_t iommu_stage::earliest_held_ps() const {
 }
 
 void iommu_stage::drain() {
-  link::note_activity(this);
-  const uint64_t now = link::now_ps();
+  transport::note_activity(this);
+  const uint64_t now = transport::now_ps();
   uint64_t next = UINT64_MAX;
   for (size_t port = 0; port < m_ports.size(); ++port) {
     auto& q = m_ports[port].waiting;
@@ -78,7 +79,7 @@ void iommu_stage::drain() {
     }
     if (!q.empty()) next = std::min(next, q.front().ready_ps);
   }
-  if (next != UINT64_MAX) m_wake.notify(link::ps(next - now));
+  if (next != UINT64_MAX) m_wake.notify(transport::ps(next - now));
 }
 
 }  // namespace p2psim::root_complex

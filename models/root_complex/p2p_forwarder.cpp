@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "models/link/stream_log.h"
-#include "models/link/tlp_txn.h"
 #include "models/pcie/split.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/stream_log.h"
+#include "models/tlm/tlp_txn.h"
 
 namespace p2psim::root_complex {
 
@@ -23,8 +24,8 @@ bool p2p_forwarder::proxies_reads() const {
 }
 
 void p2p_forwarder::forward(tlm::tlm_generic_payload& gp, int in, int out) {
-  const auto& h = link::hdr(gp);
-  link::txn(gp).ext.ingress_port = in;
+  const auto& h = transport::hdr(gp);
+  transport::txn(gp).ext.ingress_port = in;
   if (h.type == pcie::tlp_type::mwr) {
     forward_write(gp, in, out);
     return;
@@ -48,11 +49,11 @@ void p2p_forwarder::forward(tlm::tlm_generic_payload& gp, int in, int out) {
   auto r = std::make_unique<proxied_read>();
   r->orig = h;
   r->orig_gp = &gp;
-  r->stream = link::meta(gp).stream;
+  r->stream = transport::meta(gp).stream;
   r->in = in;
   r->out = out;
   r->next_issue = r->next_deliver = h.address;
-  r->burst_unit = link::meta(gp).burst ? link::meta(gp).unit : 0;
+  r->burst_unit = transport::meta(gp).burst ? transport::meta(gp).unit : 0;
   r->end = h.address + h.length;
   m_waiting.push_back(r.get());
   m_reads.push_back(std::move(r));
@@ -60,13 +61,13 @@ void p2p_forwarder::forward(tlm::tlm_generic_payload& gp, int in, int out) {
 }
 
 void p2p_forwarder::forward_write(tlm::tlm_generic_payload& gp, int in, int out) {
-  const auto h = link::hdr(gp);
+  const auto h = transport::hdr(gp);
   if (!m_params.write.routed) {
     ++m_refused;
     m_ports.refused(gp, in);
     return;
   }
-  const uint64_t now = link::now_ps();
+  const uint64_t now = transport::now_ps();
   auto delay_for = [&](uint32_t bytes) {
     uint64_t ready = m_write_cap.limited() ? m_write_cap.serve(now, bytes) : now;
     return ready - now + m_latency_ps;
@@ -75,23 +76,23 @@ void p2p_forwarder::forward_write(tlm::tlm_generic_payload& gp, int in, int out)
     m_ports.send(out, gp, delay_for(h.length));
     return;
   }
-  if (auto& m = link::meta(gp); m.burst) {  // the burst now stands for the smaller TLPs
+  if (auto& m = transport::meta(gp); m.burst) {  // the burst now stands for the smaller TLPs
     if (m.unit > m_params.tlp_bytes)
-      link::tlp_pool::instance().re_emit(
-          link::txn(gp), pcie::count_requests(h.address, h.length, m_params.tlp_bytes),
+      transport::tlp_pool::instance().re_emit(
+          transport::txn(gp), pcie::count_requests(h.address, h.length, m_params.tlp_bytes),
           m_params.tlp_bytes);
     m_ports.send(out, gp, delay_for(h.length));
     return;
   }
   // Re-emit as smaller TLPs; the original's buffer is freed when the last piece leaves.
-  const auto& data = link::txn(gp).bytes;
+  const auto& data = transport::txn(gp).bytes;
   uint64_t a = h.address, end = h.address + h.length;
   while (a < end) {
     uint64_t stop = std::min<uint64_t>(end, (a / m_params.tlp_bytes + 1) * m_params.tlp_bytes);
     pcie::tlp_header piece = h;
     piece.address = a;
     piece.length = uint32_t(stop - a);
-    link::tlp_txn& t = link::tlp_pool::instance().make(piece, link::meta(gp).stream);
+    transport::tlp_txn& t = transport::tlp_pool::instance().make(piece, transport::meta(gp).stream);
     std::memcpy(t.bytes.data(), data.data() + (a - h.address), piece.length);
     if (stop == end) t.ext.parent = &gp;
     m_ports.send(out, t, delay_for(piece.length));
@@ -124,7 +125,7 @@ void p2p_forwarder::issue_reads() {
       m_in_flight += requests;
       ++r->in_flight;
       r->next_issue = stop;
-      auto& pool = link::tlp_pool::instance();
+      auto& pool = transport::tlp_pool::instance();
       const uint32_t unit = m_params.tlp_bytes ? m_params.tlp_bytes : r->burst_unit;
       m_ports.send(
           r->out,
@@ -171,12 +172,12 @@ void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* da
     c.byte_count = uint32_t(r.end - a);
     c.lower_address = uint8_t(a & 0x7f);
     c.attrs = r.orig.attrs;
-    auto& pool = link::tlp_pool::instance();
-    link::tlp_txn& t =
+    auto& pool = transport::tlp_pool::instance();
+    transport::tlp_txn& t =
         r.burst_unit ? pool.make_burst(c, r.stream, count, n) : pool.make(c, r.stream);
     t.ext.meta.lag_ps = lag;  // a burst passes on as it came in
     std::memcpy(t.bytes.data(), bytes, n);
-    uint64_t now = link::now_ps();
+    uint64_t now = transport::now_ps();
     uint64_t ready = m_read_cap.limited() ? m_read_cap.serve(now, n) : now;
     m_ports.send(r.in, t, ready - now + m_latency_ps);
     r.next_deliver = a + n;
@@ -195,7 +196,7 @@ void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* da
 }
 
 bool p2p_forwarder::completion(tlm::tlm_generic_payload& gp, int in) {
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   const int slot = int(h.tag) - m_tag_base;
   if (h.requester_id != m_ports.own_id() || slot < 0 || slot >= int(m_subs.size()) ||
       !m_subs[slot].read)
@@ -212,12 +213,12 @@ bool p2p_forwarder::completion(tlm::tlm_generic_payload& gp, int in) {
       c.tag = r->orig.tag;
       c.completer_id = m_ports.own_id();
       c.byte_count = uint32_t(r->end - r->next_deliver);
-      m_ports.send(r->in, link::tlp_pool::instance().make(c, r->stream), m_latency_ps);
+      m_ports.send(r->in, transport::tlp_pool::instance().make(c, r->stream), m_latency_ps);
     }
     s.remaining = 0;
   } else {
-    deliver(*r, h.address, link::txn(gp).payload().data(), h.length, link::meta(gp).tlps,
-            link::meta(gp).lag_ps);
+    deliver(*r, h.address, transport::txn(gp).payload().data(), h.length, transport::meta(gp).tlps,
+            transport::meta(gp).lag_ps);
     s.remaining -= std::min(s.remaining, h.length);
   }
   m_ports.release(in, gp);

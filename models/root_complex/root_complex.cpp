@@ -3,14 +3,15 @@
 #include <string>
 
 #include "models/dma/completer.h"
-#include "models/link/tlp_txn.h"
 #include "models/pcie/address.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/tlp_txn.h"
 
 namespace p2psim::root_complex {
 
 using namespace sc_core;
 
-root_complex::root_complex(sc_module_name name, const rc_params& p, link::stream_log& log)
+root_complex::root_complex(sc_module_name name, const rc_params& p, transport::stream_log& log)
     : sc_module(name),
       m_params(p),
       m_log(log),
@@ -27,7 +28,7 @@ root_complex::root_complex(sc_module_name name, const rc_params& p, link::stream
   for (int i = 0; i < p.root_ports + p.interconnect_ports; ++i) {
     std::string n =
         i < p.root_ports ? "rp" + std::to_string(i) : "qpi" + std::to_string(i - p.root_ports);
-    m_ports.push_back(std::make_unique<link::pcie_port>(n.c_str(), *this, i));
+    m_ports.push_back(std::make_unique<transport::pcie_port>(n.c_str(), *this, i));
   }
 }
 
@@ -52,7 +53,7 @@ void root_complex::receive(int in, tlm::tlm_generic_payload& gp) {
 }
 
 void root_complex::dispatch(int in, tlm::tlm_generic_payload& gp, bool blocked) {
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   if (blocked) {  // no byte may reach its target: a read gets UR, a write is dropped
     ++m_stats.iommu_faults;
     refused(gp, in);
@@ -64,13 +65,14 @@ void root_complex::dispatch(int in, tlm::tlm_generic_payload& gp, bool blocked) 
 }
 
 void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   const bool write = h.type == pcie::tlp_type::mwr || pcie::is_atomic(h.type);
   if (m_params.memory.contains(h.address)) {
     uint64_t off = h.address - m_params.memory.base;
     ++(write ? m_stats.memory_writes : m_stats.memory_reads);
     // A write's buffer is free once the memory controller's data path has taken the data.
-    m_ports[in]->release(gp, m_memory_port.serve(*m_ports[in], gp, off, link::ps(m_latency_ps)));
+    m_ports[in]->release(gp,
+                         m_memory_port.serve(*m_ports[in], gp, off, transport::ps(m_latency_ps)));
     gp.release();
     return;
   }
@@ -87,14 +89,14 @@ void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
       m_p2p.forward(gp, in, out);
     } else {  // from another socket: its root complex applied the cross-socket policy
       ++m_stats.remote_requests;
-      link::txn(gp).ext.ingress_port = in;
+      transport::txn(gp).ext.ingress_port = in;
       send(out, gp, m_latency_ps);
     }
     return;
   }
   if (int out = m_remote_memory.by_address(h.address); out >= 0 && out != in) {
     ++m_stats.remote_requests;  // host memory of another socket: not peer to peer
-    link::txn(gp).ext.ingress_port = in;
+    transport::txn(gp).ext.ingress_port = in;
     // The interconnect's latency stands for the whole hop to the remote home agent, and the
     // remote memory controller charges the root complex's latency as for a local read.
     send(out, gp, 0);
@@ -106,7 +108,7 @@ void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
       ++m_stats.remote_p2p_requests;
       m_remote_p2p.forward(gp, in, out);
     } else {
-      link::txn(gp).ext.ingress_port = in;
+      transport::txn(gp).ext.ingress_port = in;
       send(out, gp, m_latency_ps);
     }
     return;
@@ -116,14 +118,14 @@ void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
 }
 
 void root_complex::completion(int in, tlm::tlm_generic_payload& gp) {
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   if (h.requester_id == m_params.bdf) {
     if (m_p2p.completion(gp, in) || m_remote_p2p.completion(gp, in)) return;
   } else {
     int out = m_root_routes.by_bus(pcie::bus_of(h.requester_id));
     if (out < 0) out = m_remote_routes.by_bus(pcie::bus_of(h.requester_id));
     if (out >= 0 && out != in) {
-      link::txn(gp).ext.ingress_port = in;
+      transport::txn(gp).ext.ingress_port = in;
       // Completions from the interconnect were charged by the root complex that sent them.
       send(out, gp, is_root_port(in) ? m_latency_ps : 0);
       return;
@@ -145,13 +147,13 @@ void root_complex::completion(int in, tlm::tlm_generic_payload& gp) {
 // Toward the interconnect only completions can be promised (a request for another socket's
 // memory goes there at once), and only with one interconnect port (with more, a completion
 // may pass from one to another at once, and asking their links could go round in circles).
-bool root_complex::hands_nothing_before(int out, uint64_t t, link::tlp_scope which) const {
+bool root_complex::hands_nothing_before(int out, uint64_t t, transport::tlp_scope which) const {
   if (!is_root_port(out) &&
-      (which != link::tlp_scope::completions || m_params.interconnect_ports > 1))
+      (which != transport::tlp_scope::completions || m_params.interconnect_ports > 1))
     return false;
   const uint64_t held = m_iommu.earliest_held_ps();
   if (held != UINT64_MAX && held + m_latency_ps < t) return false;
-  const uint64_t now = link::now_ps();
+  const uint64_t now = transport::now_ps();
   for (const auto& port : m_ports) {
     if (now + port->arrival_lead_ps() + m_latency_ps < t) return false;
     const auto& wire = port->arriving();
@@ -160,7 +162,7 @@ bool root_complex::hands_nothing_before(int out, uint64_t t, link::tlp_scope whi
     if (is_root_port(port->index()) || !is_root_port(out)) continue;
     if (!port->no_completion_arrives_before(t)) return false;
     if (port->arriving_of(pcie::fc_class::completion))
-      for (const link::pcie_port::arrival& a : wire) {
+      for (const transport::pcie_port::arrival& a : wire) {
         if (a.at_ps >= t) break;  // by arrival: the rest are later still
         if (pcie::is_completion(a.type) && a.requester_id != m_params.bdf) return false;
       }
@@ -169,18 +171,18 @@ bool root_complex::hands_nothing_before(int out, uint64_t t, link::tlp_scope whi
 }
 
 void root_complex::refused(tlm::tlm_generic_payload& gp, int in) {
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   if (pcie::is_non_posted(h.type))
-    dma::send_error_completion(*m_ports[in], h, link::meta(gp).stream, m_params.bdf,
-                               pcie::cpl_status::ur, link::ps(m_latency_ps));
+    dma::send_error_completion(*m_ports[in], h, transport::meta(gp).stream, m_params.bdf,
+                               pcie::cpl_status::ur, transport::ps(m_latency_ps));
   else  // a posted request is dropped (and logged as an error); nothing goes back
-    m_log.failed(link::meta(gp).stream, h.length, link::now_ps());
+    m_log.failed(transport::meta(gp).stream, h.length, transport::now_ps());
   release(in, gp);
   gp.release();
 }
 
 void root_complex::send(int port, tlm::tlm_generic_payload& gp, uint64_t delay_ps) {
-  m_ports[port]->send(gp, link::ps(delay_ps));
+  m_ports[port]->send(gp, transport::ps(delay_ps));
 }
 
 void root_complex::release(int port, tlm::tlm_generic_payload& gp) {
@@ -190,14 +192,14 @@ void root_complex::release(int port, tlm::tlm_generic_payload& gp) {
 // The TLP leaves `after_ps` from now: the ingress buffer it (or its original) held is free
 // then.
 void root_complex::sent(int, tlm::tlm_generic_payload& gp, uint64_t after_ps) {
-  auto& ext = link::txn(gp).ext;
+  auto& ext = transport::txn(gp).ext;
   if (ext.parent) {  // the last piece of a TLP we cut up: the original's buffer is free
     tlm::tlm_generic_payload& orig = *ext.parent;
     ext.parent = nullptr;
-    m_ports[link::txn(orig).ext.ingress_port]->release(orig, link::ps(after_ps));
+    m_ports[transport::txn(orig).ext.ingress_port]->release(orig, transport::ps(after_ps));
     orig.release();
   } else if (ext.ingress_port >= 0) {
-    m_ports[ext.ingress_port]->release(gp, link::ps(after_ps));
+    m_ports[ext.ingress_port]->release(gp, transport::ps(after_ps));
   }
 }
 

@@ -12,12 +12,12 @@
 #include <systemc>
 
 #include "models/dma/memory_completer.h"
-#include "models/link/pcie_port.h"
-#include "models/link/stream_log.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/route_table.h"
 #include "models/root_complex/iommu_stage.h"
 #include "models/root_complex/p2p_forwarder.h"
+#include "models/tlm/pcie_port.h"
+#include "models/tlm/stream_log.h"
 
 namespace p2psim::root_complex {
 
@@ -39,11 +39,13 @@ struct rc_stats {
   uint64_t iommu_faults = 0;  // device requests the IOMMU blocked (DMA remapping faults)
 };
 
-class root_complex : public sc_core::sc_module, public link::tlp_handler, private forward_ports {
+class root_complex : public sc_core::sc_module,
+                     public transport::tlp_handler,
+                     private forward_ports {
  public:
-  root_complex(sc_core::sc_module_name name, const rc_params& p, link::stream_log& log);
-  link::pcie_port& root_port(int i) { return *m_ports[i]; }
-  link::pcie_port& interconnect_port(int i) { return *m_ports[m_params.root_ports + i]; }
+  root_complex(sc_core::sc_module_name name, const rc_params& p, transport::stream_log& log);
+  transport::pcie_port& root_port(int i) { return *m_ports[i]; }
+  transport::pcie_port& interconnect_port(int i) { return *m_ports[m_params.root_ports + i]; }
   // What is behind root port i.
   void set_root_port_route(int i, std::vector<pcie::window> mmio, uint8_t bus_lo, uint8_t bus_hi);
   // What another socket reachable through interconnect port i holds: its host memory, its
@@ -66,7 +68,7 @@ class root_complex : public sc_core::sc_module, public link::tlp_handler, privat
   void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) override;
   bool forwards_bursts() const override { return true; }
   bool takes_departures_ahead() const override { return true; }
-  bool hands_nothing_before(int port, uint64_t t, link::tlp_scope which) const override;
+  bool hands_nothing_before(int port, uint64_t t, transport::tlp_scope which) const override;
 
  private:
   // forward_ports
@@ -81,8 +83,8 @@ class root_complex : public sc_core::sc_module, public link::tlp_handler, privat
   void completion(int in, tlm::tlm_generic_payload& gp);
 
   rc_params m_params;
-  link::stream_log& m_log;
-  std::vector<std::unique_ptr<link::pcie_port>> m_ports;
+  transport::stream_log& m_log;
+  std::vector<std::unique_ptr<transport::pcie_port>> m_ports;
   pcie::route_table m_root_routes, m_remote_routes, m_remote_memory;
   memory::backing_store m_memory;
   dma::memory_completer m_memory_port;

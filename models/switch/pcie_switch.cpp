@@ -3,9 +3,10 @@
 #include <string>
 
 #include "models/dma/completer.h"
-#include "models/link/stream_log.h"
-#include "models/link/tlp_txn.h"
 #include "models/pcie/address.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/stream_log.h"
+#include "models/tlm/tlp_txn.h"
 
 namespace p2psim::pcie_switch {
 
@@ -15,7 +16,7 @@ pcie_switch::pcie_switch(sc_module_name name, const switch_params& p)
     : sc_module(name), m_params(p), m_latency_ps(uint64_t(p.latency_ns * 1000 + 0.5)) {
   for (int i = 0; i <= p.downstream_ports; ++i) {
     std::string n = i == 0 ? "up" : "down" + std::to_string(i - 1);
-    m_ports.push_back(std::make_unique<link::pcie_port>(n.c_str(), *this, i));
+    m_ports.push_back(std::make_unique<transport::pcie_port>(n.c_str(), *this, i));
   }
   m_stats.ingress.resize(m_ports.size());
   m_departures.resize(m_ports.size());
@@ -27,7 +28,7 @@ void pcie_switch::set_route(int i, std::vector<pcie::window> mmio, uint8_t lo, u
 
 // The egress port for a TLP that came in at `in`, or -1 to refuse it.
 int pcie_switch::route(int in, tlm::tlm_generic_payload& gp) {
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   if (h.type == pcie::tlp_type::cpl || h.type == pcie::tlp_type::cpld) {
     int out = m_routes.by_bus(pcie::bus_of(h.requester_id));
     if (out < 0) out = 0;
@@ -46,7 +47,7 @@ int pcie_switch::route(int in, tlm::tlm_generic_payload& gp) {
 
 void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
   int out = route(in, gp);
-  const auto& h = link::hdr(gp);
+  const auto& h = transport::hdr(gp);
   // A request for a port whose link is down: non-posted ones get UR (PCIe Base Spec 2.9.1),
   // posted ones go on to the link, which discards them.
   if (out >= 0 && !m_ports[out]->link_up() && pcie::is_non_posted(h.type)) out = -1;
@@ -56,7 +57,7 @@ void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
     } else {
       ++m_stats.unsupported;
       if (pcie::is_non_posted(h.type))
-        dma::send_error_completion(*m_ports[in], h, link::meta(gp).stream, m_params.bdf,
+        dma::send_error_completion(*m_ports[in], h, transport::meta(gp).stream, m_params.bdf,
                                    pcie::cpl_status::ur, SC_ZERO_TIME);
     }
     m_ports[in]->release(gp);
@@ -64,12 +65,12 @@ void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
     return;
   }
   ++m_stats.forwarded;
-  link::txn(gp).ext.ingress_port = in;
+  transport::txn(gp).ext.ingress_port = in;
   auto& occ = m_stats.ingress[in];
   const int c = int(pcie::fc_class_of(h.type));
   count_departures(in, c);
   occ.max[c] = std::max(occ.max[c], ++occ.now[c]);
-  m_ports[out]->send(gp, link::ps(forwarding_wait(link::meta(gp).last_ser_ps)));
+  m_ports[out]->send(gp, transport::ps(forwarding_wait(transport::meta(gp).last_ser_ps)));
 }
 
 // Cut-through: the egress may start `latency` after the header came in, i.e. the
@@ -89,14 +90,14 @@ uint64_t pcie_switch::forwarding_wait(uint64_t ser) const {
 // request this port sent that the switch refuses itself (an Unsupported Request
 // completion). Where each goes is not looked up: any might go to `out`. A promise about all
 // TLPs holds for completions too.
-bool pcie_switch::hands_nothing_before(int out, uint64_t t, link::tlp_scope) const {
-  if (t > link::now_ps() + m_latency_ps) return false;
+bool pcie_switch::hands_nothing_before(int out, uint64_t t, transport::tlp_scope) const {
+  if (t > transport::now_ps() + m_latency_ps) return false;
   for (const auto& port : m_ports) {
     const auto& wire = port->arriving();
     if (wire.empty()) continue;
     if (wire.front().at_ps + forwarding_wait(wire.front().ser_ps) < t) return false;
     if (port->index() == out && port->arriving_of(pcie::fc_class::non_posted))
-      for (const link::pcie_port::arrival& a : wire) {
+      for (const transport::pcie_port::arrival& a : wire) {
         if (a.at_ps >= t) break;  // by arrival: the rest are later still
         if (pcie::is_non_posted(a.type)) return false;
       }
@@ -106,24 +107,24 @@ bool pcie_switch::hands_nothing_before(int out, uint64_t t, link::tlp_scope) con
 
 void pcie_switch::sent(int, tlm::tlm_generic_payload& gp, uint64_t after_ps) {
   // The TLP leaves the switch `after_ps` from now: its ingress buffer is free again then.
-  int in = link::txn(gp).ext.ingress_port;
+  int in = transport::txn(gp).ext.ingress_port;
   if (in < 0) return;  // a completion the switch itself made
-  const int c = int(pcie::fc_class_of(link::hdr(gp).type));
+  const int c = int(pcie::fc_class_of(transport::hdr(gp).type));
   if (after_ps) {
     departures& d = m_departures[in][c];
-    const uint64_t at = link::now_ps() + after_ps;
+    const uint64_t at = transport::now_ps() + after_ps;
     auto pos = d.end();
     while (pos != d.begin() && *std::prev(pos) > at) --pos;
     d.insert(pos, at);
   } else {
     --m_stats.ingress[in].now[c];
   }
-  m_ports[in]->release(gp, link::ps(after_ps));
+  m_ports[in]->release(gp, transport::ps(after_ps));
 }
 
 void pcie_switch::count_departures(int in, int cls) {
   departures& d = m_departures[in][cls];
-  const uint64_t now = link::now_ps();
+  const uint64_t now = transport::now_ps();
   for (; !d.empty() && d.front() <= now; d.pop_front()) --m_stats.ingress[in].now[cls];
 }
 

@@ -11,10 +11,10 @@
 
 #include <systemc>
 
-#include "models/link/pcie_port.h"
 #include "models/pcie/fifo.h"
 #include "models/pcie/route_table.h"
 #include "models/pcie/tlp.h"
+#include "models/tlm/pcie_port.h"
 
 namespace p2psim::pcie_switch {
 
@@ -39,11 +39,11 @@ struct switch_stats {
   std::vector<ingress_occupancy> ingress;  // per port: up, down0, down1, ...
 };
 
-class pcie_switch : public sc_core::sc_module, public link::tlp_handler {
+class pcie_switch : public sc_core::sc_module, public transport::tlp_handler {
  public:
   pcie_switch(sc_core::sc_module_name name, const switch_params& p);
-  link::pcie_port& upstream() { return *m_ports[0]; }
-  link::pcie_port& downstream(int i) { return *m_ports[1 + i]; }
+  transport::pcie_port& upstream() { return *m_ports[0]; }
+  transport::pcie_port& downstream(int i) { return *m_ports[1 + i]; }
   // Routes for downstream port i (window and buses of everything below it).
   void set_route(int i, std::vector<pcie::window> mmio, uint8_t bus_lo, uint8_t bus_hi);
   const switch_params& params() const { return m_params; }
@@ -53,7 +53,7 @@ class pcie_switch : public sc_core::sc_module, public link::tlp_handler {
   void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) override;
   bool forwards_bursts() const override { return true; }
   bool takes_departures_ahead() const override { return true; }
-  bool hands_nothing_before(int port, uint64_t t, link::tlp_scope) const override;
+  bool hands_nothing_before(int port, uint64_t t, transport::tlp_scope) const override;
 
  private:
   int route(int in, tlm::tlm_generic_payload& gp);
@@ -68,7 +68,7 @@ class pcie_switch : public sc_core::sc_module, public link::tlp_handler {
   std::vector<std::array<departures, pcie::fc_class_count>> m_departures;
 
   switch_params m_params;
-  std::vector<std::unique_ptr<link::pcie_port>> m_ports;
+  std::vector<std::unique_ptr<transport::pcie_port>> m_ports;
   pcie::route_table m_routes;
   uint64_t m_latency_ps;
   switch_stats m_stats;

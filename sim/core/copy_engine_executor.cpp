@@ -2,7 +2,8 @@
 
 #include <cstring>
 
-#include "models/link/stream_log.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/stream_log.h"
 
 namespace p2psim::core {
 
@@ -34,13 +35,14 @@ void copy_engine_executor::engine_dma(int gpu, bool write, uint64_t host_offset,
     uint64_t host = host_is_src ? s.src : s.dst;
     job.segments.push_back({host_bus + host, s.bytes, vram});
   }
-  link::stream_log& log = m_sys.streams();
+  transport::stream_log& log = m_sys.streams();
   job.stream = log.open(r.bytes);
   const uint32_t id = job.stream;
-  log[id].submit_ps = link::now_ps();
+  log[id].submit_ps = transport::now_ps();
   g.copy_engine().submit(std::move(job));
   while (!log[id].finished()) wait(log.finished_event());
-  if (log[id].last_land_ps > link::now_ps()) wait(link::ps(log[id].last_land_ps - link::now_ps()));
+  if (log[id].last_land_ps > transport::now_ps())
+    wait(transport::ps(log[id].last_land_ps - transport::now_ps()));
 }
 
 void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<uint8_t>& staged) {

@@ -8,7 +8,8 @@
 
 #include "models/driver/cuda/cuda.h"
 #include "models/driver/kernel/kernel.h"
-#include "models/link/stream_log.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/stream_log.h"
 #include "sim/core/program_runner.h"
 
 namespace p2psim::core {
@@ -357,14 +358,15 @@ std::string program_runner::pin_dma(const step_spec& s, int pid, size_t index) {
   std::vector<uint8_t> before(length);
   for (uint64_t i = 0; i < length; ++i) before[i] = uint8_t(~pattern[i]);
   engine->local_memory().write(0, s.write ? pattern : before);
-  link::stream_log& log = m_sys.streams();
+  transport::stream_log& log = m_sys.streams();
   m_dmas[index].done = false;
   job.stream = log.open(length);
-  log[job.stream].submit_ps = link::now_ps();
+  log[job.stream].submit_ps = transport::now_ps();
   const uint32_t id = job.stream;
   engine->submit(std::move(job));
   while (!log[id].finished()) wait(log.finished_event());
-  if (log[id].last_land_ps > link::now_ps()) wait(link::ps(log[id].last_land_ps - link::now_ps()));
+  if (log[id].last_land_ps > transport::now_ps())
+    wait(transport::ps(log[id].last_land_ps - transport::now_ps()));
   dma_result& d = m_dmas[index];
   d.bytes = length;
   d.landed = log[id].landed_bytes;

@@ -6,7 +6,8 @@
 
 #include "models/driver/cuda/cuda.h"
 #include "models/driver/kernel/kernel.h"
-#include "models/link/stream_log.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/stream_log.h"
 #include "sim/core/driver_gpus.h"
 #include "sim/core/program_read.h"
 
@@ -114,7 +115,7 @@ void program_runner::main() {
   for (size_t i = 0; i < m_spec.steps.size(); ++i) {
     const step_spec& s = m_spec.steps[i];
     m_doing = fmt::format("step {} ({} {}) at {}", i, s.process, s.call, s.loc.str());
-    uint64_t start = link::now_ps();
+    uint64_t start = transport::now_ps();
     std::string result;
     m_check.clear();
     m_step_values = nullptr;
@@ -125,10 +126,15 @@ void program_runner::main() {
     }
     wait_driver_time();
     bool ok = result == s.expect && m_check.empty();
-    json step = {
-        {"index", i},         {"process", s.process},       {"call", s.call},
-        {"buffer", s.buffer}, {"result", result},           {"expect", s.expect},
-        {"ok", ok},           {"start_ns", start / 1000.0}, {"end_ns", link::now_ps() / 1000.0}};
+    json step = {{"index", i},
+                 {"process", s.process},
+                 {"call", s.call},
+                 {"buffer", s.buffer},
+                 {"result", result},
+                 {"expect", s.expect},
+                 {"ok", ok},
+                 {"start_ns", start / 1000.0},
+                 {"end_ns", transport::now_ps() / 1000.0}};
     if (!s.pin.empty()) step["pin"] = s.pin;
     if (!m_step_values.is_null()) step["values"] = m_step_values;
     if (!m_check.empty()) step["check"] = m_check;

@@ -3,7 +3,8 @@
 
 #include "models/driver/cuda/cuda.h"
 #include "models/driver/kernel/kernel.h"
-#include "models/link/stream_log.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/stream_log.h"
 #include "sim/core/integrity.h"
 #include "sim/core/program_runner.h"
 
@@ -175,14 +176,14 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
   const buffer b = m_buffers.at(s.buffer);
   const uint64_t len = s.size ? s.size : b.size - s.offset;
   const uint64_t va = b.va + s.offset, local = s.offset;
-  link::stream_log& log = m_sys.streams();
+  transport::stream_log& log = m_sys.streams();
   std::string result = "ok";
   peer::regcache& cache = cache_of(pid);
-  const uint64_t start_ps = link::now_ps();
+  const uint64_t start_ps = transport::now_ps();
   for (int rep = 0; rep < s.count && result == "ok"; ++rep) {
     // `every`: repetitions start at a fixed rate, as messages arrive; a late one starts at once.
     const uint64_t due_ps = start_ps + uint64_t(rep * s.every_ns * 1000.0 + 0.5);
-    if (due_ps > link::now_ps()) wait(link::ps(due_ps - link::now_ps()));
+    if (due_ps > transport::now_ps()) wait(transport::ps(due_ps - transport::now_ps()));
     const uint64_t seed = m_seed * 7919 + index * 131 + rep;
     // Source gets the pattern, the destination its complement.
     std::vector<uint8_t> pat(len), inv(len);
@@ -218,13 +219,13 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     job.attrs.id_based_ordering = s.id_based_ordering;
     for (const auto& g : segs) job.segments.push_back({g.bus_address, g.length, g.local_offset});
     job.stream = log.open(len);
-    log[job.stream].submit_ps = link::now_ps();
+    log[job.stream].submit_ps = transport::now_ps();
     m_kmd->dma_begin(*r);
     m_engine->submit(std::move(job));
     const uint32_t id = job.stream;
     while (!log[id].finished()) wait(log.finished_event());
-    if (log[id].last_land_ps > link::now_ps())
-      wait(link::ps(log[id].last_land_ps - link::now_ps()));
+    if (log[id].last_land_ps > transport::now_ps())
+      wait(transport::ps(log[id].last_land_ps - transport::now_ps()));
     m_kmd->dma_end(*r);
     m_dma_done.notify(SC_ZERO_TIME);
     kernel::set_current_pid(pid);

@@ -12,7 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "models/link/tlp_txn.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/tlp_txn.h"
 #include "sim/config/error.h"
 #include "sim/core/endpoints.h"
 #include "sim/core/program_runner.h"
@@ -121,7 +122,7 @@ class driver : public sc_module {
                uint64_t base = 0) {
     initiator_ref init(m_sys, t.initiator);
     const region_options ro{t.map_bar1, m_sys.iommu_for(t.initiator), t.iommu_map, t.write};
-    link::stream_log& log = m_sys.streams();
+    transport::stream_log& log = m_sys.streams();
     std::vector<std::unique_ptr<target_region>> regions;
     std::vector<uint32_t> ids;
     auto data0 = std::chrono::steady_clock::now();
@@ -146,7 +147,7 @@ class driver : public sc_module {
       auto& reg = *regions[i];
       uint64_t off = base + uint64_t(i) * slot_bytes(size);
       uint32_t id = log.open(size);
-      log[id].submit_ps = link::now_ps();
+      log[id].submit_ps = transport::now_ps();
       ids.push_back(id);
       dma::dma_job job;
       job.write = t.write;
@@ -164,7 +165,7 @@ class driver : public sc_module {
     // Writes land a little after the stream's last event fires: wait for the last landing.
     uint64_t last = 0;
     for (uint32_t id : ids) last = std::max(last, log[id].last_land_ps);
-    if (last > link::now_ps()) wait(link::ps(last - link::now_ps()));
+    if (last > transport::now_ps()) wait(transport::ps(last - transport::now_ps()));
 
     outcome o;
     o.t0 = UINT64_MAX;
@@ -388,7 +389,7 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.simulated_ns = uint64_t(sc_time_stamp().to_seconds() * 1e9 + 0.5);
-  r.tlps = link::tlp_pool::instance().tlps();
+  r.tlps = transport::tlp_pool::instance().tlps();
   r.fidelity = to_string(s.fidelity);
   for (const auto& l : sys.links())
     r.hops += l.link->downstream().stats().tlps + l.link->upstream().stats().tlps;

@@ -175,12 +175,12 @@ void fabric_system::build_devices() {
   }
 }
 
-link::pcie_port& fabric_system::upstream_port_for(const topo::link_params& l, int index) {
+transport::pcie_port& fabric_system::upstream_port_for(const topo::link_params& l, int index) {
   if (auto it = m_sockets.find(l.up); it != m_sockets.end()) return it->second->root_port(index);
   return m_switches.at(l.up)->downstream(index);
 }
 
-link::pcie_port& fabric_system::downstream_port_for(const std::string& node) {
+transport::pcie_port& fabric_system::downstream_port_for(const std::string& node) {
   if (auto it = m_switches.find(node); it != m_switches.end()) return it->second->upstream();
   if (auto it = m_gpus.find(node); it != m_gpus.end()) return it->second->port;
   return m_engines.at(node)->port;

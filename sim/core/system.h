@@ -12,9 +12,9 @@
 #include "models/gpu/gpu.h"
 #include "models/iommu/iommu.h"
 #include "models/link/pcie_link.h"
-#include "models/link/stream_log.h"
 #include "models/root_complex/root_complex.h"
 #include "models/switch/pcie_switch.h"
+#include "models/tlm/stream_log.h"
 #include "sim/topology/address_map.h"
 #include "sim/topology/topology.h"
 
@@ -32,7 +32,7 @@ class fabric_system {
 
   const topo::topology& topology() const { return m_topo; }
   const topo::address_map& addresses() const { return m_addr; }
-  link::stream_log& streams() { return m_log; }
+  transport::stream_log& streams() { return m_log; }
 
   gpu::gpu* find_gpu(const std::string& name);
   dma_engine::dma_engine* find_engine(const std::string& name);
@@ -65,13 +65,13 @@ class fabric_system {
   void build_interconnects();
   void build_iommus();
   bool translating(const std::string& node) const;  // its socket's IOMMU translates
-  link::pcie_port& upstream_port_for(const topo::link_params& l, int index);
-  link::pcie_port& downstream_port_for(const std::string& node);
+  transport::pcie_port& upstream_port_for(const topo::link_params& l, int index);
+  transport::pcie_port& downstream_port_for(const std::string& node);
 
   const topo::topology& m_topo;
   const topo::address_map& m_addr;
   const bool m_bursts;
-  link::stream_log m_log;
+  transport::stream_log m_log;
   std::map<std::string, std::unique_ptr<root_complex::root_complex>> m_sockets;
   std::map<std::string, std::unique_ptr<pcie_switch::pcie_switch>> m_switches;
   std::map<std::string, std::unique_ptr<gpu::gpu>> m_gpus;

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "models/link/activity.h"
+#include "models/tlm/activity.h"
 
 namespace p2psim::core {
 
@@ -48,7 +48,7 @@ void watchdog::update() {
     return;
   }
   if (now - m_since < m_limit || !m_verdict.empty()) return;
-  const sc_core::sc_object* module = link::last_active();
+  const sc_core::sc_object* module = transport::last_active();
   m_verdict = fmt::format(
       "simulated time stopped advancing at {:.3f} us: {} delta cycles in {:.0f} s of wall time "
       "without it moving (a loop in zero time); the module running last was {}",

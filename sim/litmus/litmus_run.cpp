@@ -8,7 +8,8 @@
 #include "models/driver/kernel/kernel.h"
 #include "models/driver/nvidia/nv-p2p.h"
 #include "models/driver/nvidia/nvidia_driver.h"
-#include "models/link/stream_log.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/stream_log.h"
 #include "sim/config/error.h"
 #include "sim/core/copy_engine_executor.h"
 #include "sim/core/driver_gpus.h"
@@ -216,11 +217,11 @@ class harness : public sc_module {
     };
     std::vector<request> outstanding;
     std::vector<pending_read> reads;
-    link::stream_log& log = m_sys.streams();
+    transport::stream_log& log = m_sys.streams();
     auto landed = [&](uint32_t id) {
       while (!log[id].finished()) wait(log.finished_event());
-      if (log[id].last_land_ps > link::now_ps())
-        wait(link::ps(log[id].last_land_ps - link::now_ps()));
+      if (log[id].last_land_ps > transport::now_ps())
+        wait(transport::ps(log[id].last_land_ps - transport::now_ps()));
     };
     auto resolve_reads = [&] {
       for (const auto& r : reads) {
@@ -286,7 +287,7 @@ class harness : public sc_module {
             if (job.write) dev.local().write(scratch, bytes_of(o.value, size));
           }
           job.stream = log.open(size);
-          log[job.stream].submit_ps = link::now_ps();
+          log[job.stream].submit_ps = transport::now_ps();
           outstanding.push_back({job.stream, job.write});
           all.push_back(job.stream);
           if (!job.write && !o.reg.empty()) reads.push_back({o.reg, scratch, size, job.stream});

@@ -8,10 +8,10 @@
 #include <stdexcept>
 
 #include "models/link/pcie_link.h"
-#include "models/link/stream_log.h"
-#include "models/link/tlp_txn.h"
 #include "models/root_complex/root_complex.h"
 #include "models/switch/pcie_switch.h"
+#include "models/tlm/stream_log.h"
+#include "models/tlm/tlp_txn.h"
 
 namespace {
 
@@ -19,8 +19,8 @@ using namespace p2psim;
 constexpr uint64_t ns = 1000;  // ps
 
 // A component with one port that takes in whatever arrives and answers nothing.
-struct endpoint : sc_core::sc_module, link::tlp_handler {
-  link::pcie_port port;
+struct endpoint : sc_core::sc_module, transport::tlp_handler {
+  transport::pcie_port port;
   bool ahead, promise;
   endpoint(sc_core::sc_module_name n, bool takes_ahead = false, bool promises = false)
       : sc_module(n), port("port", *this, 0), ahead(takes_ahead), promise(promises) {}
@@ -30,7 +30,7 @@ struct endpoint : sc_core::sc_module, link::tlp_handler {
   }
   void sent(int, tlm::tlm_generic_payload&, uint64_t) override {}
   bool takes_departures_ahead() const override { return ahead; }
-  bool hands_nothing_before(int, uint64_t, link::tlp_scope) const override { return promise; }
+  bool hands_nothing_before(int, uint64_t, transport::tlp_scope) const override { return promise; }
 };
 
 tlm::tlm_generic_payload& tlp(pcie::tlp_type type, uint32_t length, uint16_t requester_id) {
@@ -40,13 +40,13 @@ tlm::tlm_generic_payload& tlp(pcie::tlp_type type, uint32_t length, uint16_t req
   h.length = length;
   h.requester_id = requester_id;
   h.byte_count = length;
-  return link::tlp_pool::instance().make(h, 0);
+  return transport::tlp_pool::instance().make(h, 0);
 }
 
 // A root complex (latency 150 ns) with a device on its root port (a 5 ns link) and another
 // socket across the interconnect (50 ns), which promises about its completions as told.
 struct socket_rig {
-  link::stream_log log;
+  transport::stream_log log;
   root_complex::root_complex rc;
   endpoint device, remote;
   link::pcie_link device_link;
@@ -68,7 +68,9 @@ struct socket_rig {
     p.interconnect_ports = 1;
     return p;
   }
-  bool promises(uint64_t t) const { return rc.hands_nothing_before(0, t, link::tlp_scope::all); }
+  bool promises(uint64_t t) const {
+    return rc.hands_nothing_before(0, t, transport::tlp_scope::all);
+  }
 };
 
 // A cut-through switch (latency 110 ns) between a host above and a device below (5 ns links).
@@ -87,7 +89,7 @@ struct switch_rig {
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
   }
   bool promises(int port, uint64_t t) const {
-    return sw.hands_nothing_before(port, t, link::tlp_scope::all);
+    return sw.hands_nothing_before(port, t, transport::tlp_scope::all);
   }
 };
 
@@ -138,8 +140,8 @@ TEST_CASE("a root complex promises a root port nothing sooner than the interconn
   CHECK_FALSE(rig.promises(50 * ns + 1));
   // Toward the interconnect: completions only, never requests (another socket's memory is
   // reached at once).
-  CHECK(rig.rc.hands_nothing_before(1, 100 * ns, link::tlp_scope::completions));
-  CHECK_FALSE(rig.rc.hands_nothing_before(1, 100 * ns, link::tlp_scope::all));
+  CHECK(rig.rc.hands_nothing_before(1, 100 * ns, transport::tlp_scope::completions));
+  CHECK_FALSE(rig.rc.hands_nothing_before(1, 100 * ns, transport::tlp_scope::all));
 }
 
 TEST_CASE("a root complex promises nothing sooner than a device's TLP could be ready",

@@ -2,7 +2,7 @@
 // the module that kept running; a deadlock (nothing left to happen) names what is blocked.
 #include <catch2/catch.hpp>
 
-#include "models/link/activity.h"
+#include "models/tlm/activity.h"
 #include "tests/models/harness.h"
 
 namespace {
@@ -20,7 +20,7 @@ class zero_time_loop : public sc_core::sc_module {
 
  private:
   void spin() {
-    p2psim::link::note_activity(this);
+    p2psim::transport::note_activity(this);
     m_again.notify(sc_core::SC_ZERO_TIME);
   }
   sc_core::sc_event m_again;

@@ -18,10 +18,12 @@
 #include "models/pcie/tlp.h"
 
 namespace p2psim::link {
+class link_channel;
+}
+
+namespace p2psim::transport {
 
 class stream_log;
-
-class link_channel;
 
 enum class tlp_scope { all, completions };  // which TLPs a promise (below) is about
 
@@ -88,7 +90,7 @@ class pcie_port : public sc_core::sc_module {
   const pcie::fifo<arrival>& arriving() const { return m_arrivals; }
   size_t arriving_of(pcie::fc_class c) const { return m_arriving_of[int(c)]; }  // how many
   // The link direction that delivers to this port (set when the link connects).
-  void set_feed(const link_channel& feed);
+  void set_feed(const link::link_channel& feed);
   // A TLP not yet on the wire toward this port arrives no sooner than this from now: the
   // feeding link's propagation latency (0 before it connects).
   uint64_t arrival_lead_ps() const { return m_arrival_lead_ps; }
@@ -109,10 +111,10 @@ class pcie_port : public sc_core::sc_module {
   size_t m_arriving_of[pcie::fc_class_count] = {};  // m_arrivals by flow-control class
   tlm::tlm_generic_payload* pop_arrival();
   stream_log* m_down_log = nullptr;  // set when the link went down
-  const link_channel* m_feed = nullptr;
+  const link::link_channel* m_feed = nullptr;
   uint64_t m_arrival_lead_ps = 0;  // the feed's latency, kept at hand: every promise asks
   void discard(tlm::tlm_generic_payload& gp);
   sc_core::sc_event m_arrived;
 };
 
-}  // namespace p2psim::link
+}  // namespace p2psim::transport

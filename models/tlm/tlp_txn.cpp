@@ -1,6 +1,6 @@
-#include "models/link/tlp_txn.h"
+#include "models/tlm/tlp_txn.h"
 
-namespace p2psim::link {
+namespace p2psim::transport {
 
 void tlp_txn::carry(memory::chunk_run run) {
   shared = std::move(run);
@@ -82,4 +82,4 @@ tlp_pool::~tlp_pool() {
   for (tlp_txn* t : m_all) delete t;
 }
 
-}  // namespace p2psim::link
+}  // namespace p2psim::transport

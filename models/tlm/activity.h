@@ -5,7 +5,7 @@
 
 #include <systemc>
 
-namespace p2psim::link {
+namespace p2psim::transport {
 
 inline const sc_core::sc_object*& last_active() {
   static const sc_core::sc_object* module = nullptr;
@@ -16,4 +16,4 @@ inline void note_activity(const sc_core::sc_object* module) {
   last_active() = module;
 }
 
-}  // namespace p2psim::link
+}  // namespace p2psim::transport

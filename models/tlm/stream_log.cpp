@@ -1,6 +1,6 @@
-#include "models/link/stream_log.h"
+#include "models/tlm/stream_log.h"
 
-namespace p2psim::link {
+namespace p2psim::transport {
 
 uint32_t stream_log::open(uint64_t expected_bytes) {
   stream_record r;
@@ -35,4 +35,4 @@ void stream_log::timed_out(uint32_t id, uint64_t bytes, uint64_t now) {
   account(id, &stream_record::timed_out_bytes, bytes, now);
 }
 
-}  // namespace p2psim::link
+}  // namespace p2psim::transport

@@ -11,7 +11,7 @@
 #include "models/memory/shared_chunk.h"
 #include "models/pcie/tlp.h"
 
-namespace p2psim::link {
+namespace p2psim::transport {
 
 struct tlp_ext : tlm::tlm_extension<tlp_ext> {
   pcie::tlp_header hdr;
@@ -112,4 +112,4 @@ class tlp_pool : public tlm::tlm_mm_interface {
   uint64_t m_tlps = 0;
 };
 
-}  // namespace p2psim::link
+}  // namespace p2psim::transport

@@ -1,14 +1,15 @@
-#include "models/link/pcie_port.h"
+#include "models/tlm/pcie_port.h"
 
-#include "models/link/activity.h"
 #include "models/link/link_channel.h"
-#include "models/link/stream_log.h"
-#include "models/link/tlp_txn.h"
+#include "models/tlm/activity.h"
+#include "models/tlm/sim_clock.h"
+#include "models/tlm/stream_log.h"
+#include "models/tlm/tlp_txn.h"
 
 #include <stdexcept>
 #include <string>
 
-namespace p2psim::link {
+namespace p2psim::transport {
 
 using namespace sc_core;
 
@@ -34,7 +35,7 @@ void pcie_port::release(tlm::tlm_generic_payload& gp, const sc_time& after) {
   rx->nb_transport_bw(gp, ph, d);
 }
 
-void pcie_port::set_feed(const link_channel& feed) {
+void pcie_port::set_feed(const link::link_channel& feed) {
   m_feed = &feed;
   m_arrival_lead_ps = feed.timing().latency_ps;
 }
@@ -100,4 +101,4 @@ void pcie_port::arrive() {
   if (!m_arrivals.empty()) m_arrived.notify(ps(m_arrivals.front().at_ps - now));
 }
 
-}  // namespace p2psim::link
+}  // namespace p2psim::transport
