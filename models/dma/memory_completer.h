@@ -15,6 +15,7 @@
 #include "models/memory/backing_store.h"
 #include "models/memory/throughput.h"
 #include "models/pcie/atomic_op.h"
+#include "models/pcie/time_units.h"
 #include "models/tlm/pcie_port.h"
 #include "models/tlm/stream_log.h"
 
@@ -53,7 +54,7 @@ class memory_completer {
   void on_store(store_hook hook) { m_on_store = std::move(hook); }
 
  private:
-  uint64_t latency_ps() const { return uint64_t(m_timing.latency_ns * 1000 + 0.5); }
+  uint64_t latency_ps() const { return pcie::ns_to_ps(m_timing.latency_ns); }
 
   memory::backing_store& m_store;
   memory_timing m_timing;

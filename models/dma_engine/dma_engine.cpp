@@ -2,6 +2,7 @@
 #include "models/tlm/activity.h"
 
 #include "models/dma/completer.h"
+#include "models/pcie/time_units.h"
 #include "models/tlm/sim_clock.h"
 #include "models/tlm/tlp_txn.h"
 
@@ -28,7 +29,7 @@ dma_engine::dma_engine(sc_module_name name, const engine_params& p, transport::s
 void dma_engine::submit(dma::dma_job job) {
   ++m_stats.jobs;
   uint64_t now = transport::now_ps();
-  uint64_t at = now + uint64_t(m_params.descriptor_latency_ns * 1000 + 0.5);
+  uint64_t at = now + pcie::ns_to_ps(m_params.descriptor_latency_ns);
   m_pending.emplace_back(at, std::move(job));
   m_due.notify(transport::ps(m_pending.front().first - now));
 }

@@ -1,6 +1,7 @@
 #include "models/link/pcie_link.h"
 
 #include "models/pcie/link_timing.h"
+#include "models/pcie/time_units.h"
 
 namespace p2psim::link {
 
@@ -10,7 +11,7 @@ pcie_link::pcie_link(sc_module_name name, const pcie_link_params& p)
     : sc_module(name), m_params(p) {
   channel_timing t;
   t.ps_per_byte = 1000.0 / pcie::raw_gbs(p.gen, p.width);
-  t.latency_ps = uint64_t(p.latency_ns * 1000 + 0.5);
+  t.latency_ps = pcie::ns_to_ps(p.latency_ns);
   t.pcie_framing = true;
   t.ecrc = p.ecrc;
   t.ack_limit = p.ack_limit ? p.ack_limit : pcie::spec_ack_limit(p.gen, p.width, p.mps);
@@ -49,7 +50,7 @@ void pcie_link::connect(transport::pcie_port& upstream, transport::pcie_port& do
 qpi_link::qpi_link(sc_module_name name, const qpi_link_params& p) : sc_module(name), m_params(p) {
   channel_timing t;
   t.ps_per_byte = 1000.0 / p.bandwidth_gbs;
-  t.latency_ps = uint64_t(p.latency_ns * 1000 + 0.5);
+  t.latency_ps = pcie::ns_to_ps(p.latency_ns);
   t.pcie_framing = false;
   t.packet_overhead = p.packet_overhead;
   // The interconnect's own link layer has ample buffering for tunnelled PCIe traffic:

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "models/pcie/time_units.h"
 #include "models/tlm/sim_clock.h"
 #include "models/tlm/stream_log.h"
 #include "models/tlm/tlp_txn.h"
@@ -41,7 +42,7 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
     // An AtomicOp writes, so it needs write permission.
     auto t = d->translate(h.address, h.type != pcie::tlp_type::mrd);
     if (!t.iotlb_hit) {
-      const uint64_t walk = uint64_t(d->params().miss_latency_ns * 1000 + 0.5);
+      const uint64_t walk = pcie::ns_to_ps(d->params().miss_latency_ns);
       ready += walk;
       m_walk_wait_ps += walk;
     }

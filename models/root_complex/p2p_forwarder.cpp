@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "models/pcie/split.h"
+#include "models/pcie/time_units.h"
 #include "models/tlm/sim_clock.h"
 #include "models/tlm/stream_log.h"
 #include "models/tlm/tlp_txn.h"
@@ -14,7 +15,7 @@ p2p_forwarder::p2p_forwarder(const forwarding_params& p, forward_ports& ports,
                              uint64_t base_latency_ps, uint16_t tag_base)
     : m_params(p),
       m_ports(ports),
-      m_latency_ps(base_latency_ps + uint64_t(p.latency_ns * 1000 + 0.5)),
+      m_latency_ps(base_latency_ps + pcie::ns_to_ps(p.latency_ns)),
       m_write_cap(p.write.bandwidth_gbs),
       m_read_cap(p.read.bandwidth_gbs),
       m_tag_base(tag_base) {}

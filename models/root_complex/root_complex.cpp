@@ -4,6 +4,7 @@
 
 #include "models/dma/completer.h"
 #include "models/pcie/address.h"
+#include "models/pcie/time_units.h"
 #include "models/tlm/sim_clock.h"
 #include "models/tlm/tlp_txn.h"
 
@@ -17,14 +18,13 @@ root_complex::root_complex(sc_module_name name, const rc_params& p, transport::s
       m_log(log),
       m_memory(p.memory.size),
       m_memory_port(m_memory, p.memory_timing, p.bdf, log),
-      m_p2p(p.p2p, *this, uint64_t(p.latency_ns * 1000 + 0.5), 0),
-      m_remote_p2p(p.remote_p2p, *this, uint64_t(p.latency_ns * 1000 + 0.5),
-                   p2p_forwarder::proxy_tags),
+      m_p2p(p.p2p, *this, pcie::ns_to_ps(p.latency_ns), 0),
+      m_remote_p2p(p.remote_p2p, *this, pcie::ns_to_ps(p.latency_ns), p2p_forwarder::proxy_tags),
       m_iommu("iommu", p.root_ports,
               [this](int in, tlm::tlm_generic_payload& gp, bool blocked) {
                 dispatch(in, gp, blocked);
               }),
-      m_latency_ps(uint64_t(p.latency_ns * 1000 + 0.5)) {
+      m_latency_ps(pcie::ns_to_ps(p.latency_ns)) {
   for (int i = 0; i < p.root_ports + p.interconnect_ports; ++i) {
     std::string n =
         i < p.root_ports ? "rp" + std::to_string(i) : "qpi" + std::to_string(i - p.root_ports);

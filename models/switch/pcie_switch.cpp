@@ -4,6 +4,7 @@
 
 #include "models/dma/completer.h"
 #include "models/pcie/address.h"
+#include "models/pcie/time_units.h"
 #include "models/tlm/sim_clock.h"
 #include "models/tlm/stream_log.h"
 #include "models/tlm/tlp_txn.h"
@@ -13,7 +14,7 @@ namespace p2psim::pcie_switch {
 using namespace sc_core;
 
 pcie_switch::pcie_switch(sc_module_name name, const switch_params& p)
-    : sc_module(name), m_params(p), m_latency_ps(uint64_t(p.latency_ns * 1000 + 0.5)) {
+    : sc_module(name), m_params(p), m_latency_ps(pcie::ns_to_ps(p.latency_ns)) {
   for (int i = 0; i <= p.downstream_ports; ++i) {
     std::string n = i == 0 ? "up" : "down" + std::to_string(i - 1);
     m_ports.push_back(std::make_unique<transport::pcie_port>(n.c_str(), *this, i));

@@ -3,6 +3,7 @@
 
 #include "models/driver/cuda/cuda.h"
 #include "models/driver/kernel/kernel.h"
+#include "models/pcie/time_units.h"
 #include "models/tlm/sim_clock.h"
 #include "models/tlm/stream_log.h"
 #include "sim/core/integrity.h"
@@ -182,7 +183,7 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
   const uint64_t start_ps = transport::now_ps();
   for (int rep = 0; rep < s.count && result == "ok"; ++rep) {
     // `every`: repetitions start at a fixed rate, as messages arrive; a late one starts at once.
-    const uint64_t due_ps = start_ps + uint64_t(rep * s.every_ns * 1000.0 + 0.5);
+    const uint64_t due_ps = start_ps + pcie::ns_to_ps(rep * s.every_ns);
     if (due_ps > transport::now_ps()) wait(transport::ps(due_ps - transport::now_ps()));
     const uint64_t seed = m_seed * 7919 + index * 131 + rep;
     // Source gets the pattern, the destination its complement.
