@@ -10,6 +10,7 @@
 #include "models/driver/kernel/kernel.h"
 #include "models/tlm/sim_clock.h"
 #include "models/tlm/stream_log.h"
+#include "sim/core/byte_pattern.h"
 #include "sim/core/program_runner.h"
 
 namespace p2psim::core {
@@ -353,8 +354,7 @@ std::string program_runner::pin_dma(const step_spec& s, int pid, size_t index) {
     a += n, local += n;
   }
   // The source holds a fresh pattern; a read's destination starts as its complement.
-  std::vector<uint8_t> pattern(length);
-  for (uint64_t i = 0; i < length; ++i) pattern[i] = pattern_byte(m_seed * 7919 + index * 131, i);
+  const std::vector<uint8_t> pattern = pattern_bytes(m_seed * 7919 + index * 131, length);
   std::vector<uint8_t> before(length);
   for (uint64_t i = 0; i < length; ++i) before[i] = uint8_t(~pattern[i]);
   engine->local_memory().write(0, s.write ? pattern : before);

@@ -24,10 +24,6 @@ namespace p2psim::core {
 // "-EINVAL", "-ENOMEM", ... for a negative errno; "ok" for 0.
 std::string errno_name(int r);
 
-// Byte `i` of the data pattern a DMA with this seed sends (its complement marks the
-// destination beforehand).
-uint8_t pattern_byte(uint64_t seed, uint64_t i);
-
 // A CUDA call's result as a step reports it: "ok", else the CUresult's name.
 std::string step_result(CUresult r);
 

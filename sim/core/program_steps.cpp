@@ -6,6 +6,7 @@
 #include "models/pcie/time_units.h"
 #include "models/tlm/sim_clock.h"
 #include "models/tlm/stream_log.h"
+#include "sim/core/byte_pattern.h"
 #include "sim/core/integrity.h"
 #include "sim/core/program_runner.h"
 
@@ -37,12 +38,6 @@ std::string errno_name(int r) {
       return "-ENOTSUPP";
   }
   return std::to_string(r);
-}
-
-uint8_t pattern_byte(uint64_t seed, uint64_t i) {
-  uint64_t x = (seed + i / 8) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-  x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
-  return uint8_t((x * 0x2545F4914F6CDD1Dull) >> (8 * (i % 8)));
 }
 
 std::string program_runner::cuda_step(const step_spec& s, int pid) {
@@ -84,8 +79,7 @@ std::string program_runner::memcpy_step(const step_spec& s) {
   auto& image = m_images[s.buffer];
   image.resize(std::max<uint64_t>(image.size(), b.size));
   if (s.call == "cuMemcpyHtoD") {
-    std::vector<uint8_t> host(len);
-    for (uint64_t i = 0; i < len; ++i) host[i] = pattern_byte(m_seed + m_steps.size(), i);
+    const std::vector<uint8_t> host = pattern_bytes(m_seed + m_steps.size(), len);
     CUresult r = s.async ? cuMemcpyHtoDAsync(b.va + s.offset, host.data(), len, nullptr)
                          : cuMemcpyHtoD(b.va + s.offset, host.data(), len);
     if (r == CUDA_SUCCESS) std::copy(host.begin(), host.end(), image.begin() + s.offset);
@@ -187,8 +181,9 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     if (due_ps > transport::now_ps()) wait(transport::ps(due_ps - transport::now_ps()));
     const uint64_t seed = m_seed * 7919 + index * 131 + rep;
     // Source gets the pattern, the destination its complement.
-    std::vector<uint8_t> pat(len), inv(len);
-    for (uint64_t i = 0; i < len; ++i) pat[i] = pattern_byte(seed, i), inv[i] = uint8_t(~pat[i]);
+    const std::vector<uint8_t> pat = pattern_bytes(seed, len);
+    std::vector<uint8_t> inv(len);
+    for (uint64_t i = 0; i < len; ++i) inv[i] = uint8_t(~pat[i]);
     // A write sends a fresh pattern over the complement; a read leaves the GPU buffer as the
     // program made it and reads into the complement of the pattern.
     const auto where = vram_pieces(b, s.offset, len);

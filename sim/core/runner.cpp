@@ -15,6 +15,7 @@
 #include "models/tlm/sim_clock.h"
 #include "models/tlm/tlp_txn.h"
 #include "sim/config/error.h"
+#include "sim/core/byte_pattern.h"
 #include "sim/core/endpoints.h"
 #include "sim/core/program_runner.h"
 #include "sim/core/stats_dump.h"
@@ -45,26 +46,10 @@ std::vector<uint64_t> base_offsets(const scenario& s) {
   return base;
 }
 
-// A reproducible byte pattern (xorshift64*), different for every transfer, repetition, stream.
-class pattern {
- public:
-  explicit pattern(uint64_t seed) : m_x(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {}
-  void next(std::span<uint8_t> out) {
-    for (size_t i = 0; i < out.size(); i += 8) {
-      m_x ^= m_x >> 12, m_x ^= m_x << 25, m_x ^= m_x >> 27;
-      uint64_t v = m_x * 0x2545F4914F6CDD1Dull;
-      for (size_t k = 0; k < 8 && i + k < out.size(); ++k) out[i + k] = uint8_t(v >> (8 * k));
-    }
-  }
-
- private:
-  uint64_t m_x;
-};
-
 constexpr size_t chunk = 1 << 20;  // multiple of 8: patterns continue seamlessly across chunks
 
 void fill_pattern(memory::backing_store& s, uint64_t offset, uint64_t bytes, uint64_t seed) {
-  pattern p(seed);
+  byte_pattern p(seed);
   std::vector<uint8_t> buf(chunk);
   for (uint64_t done = 0; done < bytes; done += chunk) {
     size_t n = std::min<uint64_t>(chunk, bytes - done);
@@ -75,7 +60,7 @@ void fill_pattern(memory::backing_store& s, uint64_t offset, uint64_t bytes, uin
 
 // Bytes of `s` that differ from the pattern `seed` (a store nothing should have written).
 uint64_t count_changed(memory::backing_store& s, uint64_t offset, uint64_t bytes, uint64_t seed) {
-  pattern p(seed);
+  byte_pattern p(seed);
   std::vector<uint8_t> want(chunk), got(chunk);
   uint64_t bad = 0;
   for (uint64_t done = 0; done < bytes; done += chunk) {
