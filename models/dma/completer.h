@@ -7,8 +7,10 @@
 #include <span>
 #include <systemc>
 
+#include "models/pcie/completion.h"
 #include "models/pcie/split.h"
 #include "models/tlm/pcie_port.h"
+#include "models/tlm/stream_log.h"
 #include "models/tlm/tlp_txn.h"
 
 namespace p2psim::dma {
@@ -20,12 +22,7 @@ void send_completions(transport::pcie_port& port, const pcie::tlp_header& req, u
                       uint16_t completer_id, uint32_t cpl_bytes, uint32_t rcb,
                       const sc_core::sc_time& not_before, ReadFn&& read) {
   uint32_t remaining = req.length;
-  pcie::tlp_header c;
-  c.type = pcie::tlp_type::cpld;
-  c.requester_id = req.requester_id;
-  c.completer_id = completer_id;
-  c.tag = req.tag;
-  c.attrs = req.attrs;  // completions carry the request's RO, IDO and TC
+  pcie::tlp_header c = pcie::completion_for(req, completer_id);
   uint64_t a = req.address, end = req.address + req.length;
   while (a < end) {
     uint64_t stop = std::min<uint64_t>(end, (a + cpl_bytes) / rcb * rcb);
@@ -49,16 +46,8 @@ void send_completion_burst(transport::pcie_port& port, const pcie::tlp_header& r
                            const pcie::tlp_meta& req_meta, uint16_t completer_id,
                            uint32_t cpl_bytes, uint32_t rcb, const sc_core::sc_time& not_before,
                            uint64_t lag_ps, memory::chunk_run whole, ReadFn&& read) {
-  pcie::tlp_header c;
-  c.type = pcie::tlp_type::cpld;
-  c.requester_id = req.requester_id;
-  c.completer_id = completer_id;
-  c.tag = req.tag;
-  c.attrs = req.attrs;
-  c.address = req.address;
+  pcie::tlp_header c = pcie::completion_for(req, completer_id);
   c.length = req.length;
-  c.byte_count = req.length;
-  c.lower_address = uint8_t(req.address & 0x7f);
   transport::tlp_txn& t = transport::tlp_pool::instance().make_burst(
       c, req_meta.stream,
       pcie::count_completions(req.address, req.length, req_meta.unit, cpl_bytes, rcb), cpl_bytes);
@@ -74,5 +63,12 @@ void send_completion_burst(transport::pcie_port& port, const pcie::tlp_header& r
 void send_error_completion(transport::pcie_port& port, const pcie::tlp_header& req, uint32_t stream,
                            uint16_t completer_id, pcie::cpl_status status,
                            const sc_core::sc_time& not_before);
+
+// Refuses request `gp`, delivered at `port`: a non-posted one is answered with a completion
+// of `status` (leaving no earlier than now + not_before), a posted one is dropped, its bytes
+// counted as failed in `log` where there is one. Either way its receive buffer is freed.
+void refuse_request(transport::pcie_port& port, tlm::tlm_generic_payload& gp, uint16_t completer_id,
+                    pcie::cpl_status status, const sc_core::sc_time& not_before,
+                    transport::stream_log* log);
 
 }  // namespace p2psim::dma

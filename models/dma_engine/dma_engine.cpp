@@ -66,15 +66,10 @@ void dma_engine::receive(int, tlm::tlm_generic_payload& gp) {
   }
   if (!target) {
     ++m_stats.unsupported;
-    if (pcie::is_non_posted(h.type))
-      dma::send_error_completion(port, h, transport::meta(gp).stream, m_params.bdf,
-                                 pcie::cpl_status::ur, SC_ZERO_TIME);
-    else
-      m_log.failed(transport::meta(gp).stream, h.length, transport::now_ps());
-    port.release(gp);
-  } else {
-    port.release(gp, target->serve(port, gp, off));
+    dma::refuse_request(port, gp, m_params.bdf, pcie::cpl_status::ur, SC_ZERO_TIME, &m_log);
+    return;
   }
+  port.release(gp, target->serve(port, gp, off));
   gp.release();
 }
 

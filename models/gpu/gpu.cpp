@@ -47,14 +47,7 @@ void gpu::receive(int, tlm::tlm_generic_payload& gp) {
 }
 
 void gpu::refuse(tlm::tlm_generic_payload& gp, pcie::cpl_status status) {
-  const auto& h = transport::hdr(gp);
-  if (pcie::is_non_posted(h.type))
-    dma::send_error_completion(port, h, transport::meta(gp).stream, m_params.bdf, status,
-                               SC_ZERO_TIME);
-  else
-    m_log.failed(transport::meta(gp).stream, h.length, transport::now_ps());
-  port.release(gp);
-  gp.release();
+  dma::refuse_request(port, gp, m_params.bdf, status, SC_ZERO_TIME, &m_log);
 }
 
 void gpu::request(tlm::tlm_generic_payload& gp) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "models/pcie/completion.h"
 #include "models/pcie/split.h"
 #include "models/pcie/time_units.h"
 #include "models/tlm/sim_clock.h"
@@ -163,16 +164,11 @@ uint64_t p2p_forwarder::next_stop(const proxied_read& r, uint32_t& requests) con
 void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* data, uint32_t len,
                             uint32_t tlps, uint64_t lag_ps) {
   auto emit = [&](uint64_t a, const uint8_t* bytes, uint32_t n, uint32_t count, uint64_t lag) {
-    pcie::tlp_header c;
-    c.type = pcie::tlp_type::cpld;
-    c.requester_id = r.orig.requester_id;
-    c.tag = r.orig.tag;
-    c.completer_id = m_ports.own_id();
+    pcie::tlp_header c = pcie::completion_for(r.orig, m_ports.own_id());
     c.address = a;
     c.length = n;
     c.byte_count = uint32_t(r.end - a);
     c.lower_address = uint8_t(a & 0x7f);
-    c.attrs = r.orig.attrs;
     auto& pool = transport::tlp_pool::instance();
     transport::tlp_txn& t =
         r.burst_unit ? pool.make_burst(c, r.stream, count, n) : pool.make(c, r.stream);

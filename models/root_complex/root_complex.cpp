@@ -171,14 +171,8 @@ bool root_complex::hands_nothing_before(int out, uint64_t t, transport::tlp_scop
 }
 
 void root_complex::refused(tlm::tlm_generic_payload& gp, int in) {
-  const auto& h = transport::hdr(gp);
-  if (pcie::is_non_posted(h.type))
-    dma::send_error_completion(*m_ports[in], h, transport::meta(gp).stream, m_params.bdf,
-                               pcie::cpl_status::ur, transport::ps(m_latency_ps));
-  else  // a posted request is dropped (and logged as an error); nothing goes back
-    m_log.failed(transport::meta(gp).stream, h.length, transport::now_ps());
-  release(in, gp);
-  gp.release();
+  dma::refuse_request(*m_ports[in], gp, m_params.bdf, pcie::cpl_status::ur,
+                      transport::ps(m_latency_ps), &m_log);
 }
 
 void root_complex::send(int port, tlm::tlm_generic_payload& gp, uint64_t delay_ps) {

@@ -55,14 +55,13 @@ void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
   if (out < 0) {
     if (pcie::is_completion(h.type)) {
       ++m_stats.unexpected_completions;
+      m_ports[in]->release(gp);
+      gp.release();
     } else {
       ++m_stats.unsupported;
-      if (pcie::is_non_posted(h.type))
-        dma::send_error_completion(*m_ports[in], h, transport::meta(gp).stream, m_params.bdf,
-                                   pcie::cpl_status::ur, SC_ZERO_TIME);
+      dma::refuse_request(*m_ports[in], gp, m_params.bdf, pcie::cpl_status::ur, SC_ZERO_TIME,
+                          nullptr);
     }
-    m_ports[in]->release(gp);
-    gp.release();
     return;
   }
   ++m_stats.forwarded;
