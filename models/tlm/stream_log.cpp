@@ -1,5 +1,9 @@
 #include "models/tlm/stream_log.h"
 
+#include <algorithm>
+
+#include "models/tlm/sim_clock.h"
+
 namespace p2psim::transport {
 
 uint32_t stream_log::open(uint64_t expected_bytes) {
@@ -33,6 +37,18 @@ void stream_log::lost(uint32_t id, uint64_t bytes, uint64_t now) {
 
 void stream_log::timed_out(uint32_t id, uint64_t bytes, uint64_t now) {
   account(id, &stream_record::timed_out_bytes, bytes, now);
+}
+
+void wait_until_landed(stream_log& log, std::span<const uint32_t> ids) {
+  auto all_finished = [&] {
+    for (uint32_t id : ids)
+      if (!log[id].finished()) return false;
+    return true;
+  };
+  while (!all_finished()) sc_core::wait(log.finished_event());
+  uint64_t last = 0;
+  for (uint32_t id : ids) last = std::max(last, log[id].last_land_ps);
+  if (last > now_ps()) sc_core::wait(ps(last - now_ps()));
 }
 
 }  // namespace p2psim::transport

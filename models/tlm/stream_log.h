@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <systemc>
 
 namespace p2psim::transport {
@@ -42,5 +43,12 @@ class stream_log {
   std::deque<stream_record> m_records{1};  // id 0: traffic that belongs to no stream
   sc_core::sc_event m_finished;
 };
+
+// From a SystemC thread: returns once every stream of `ids` has finished and its last byte
+// has landed (a write's last landing may come a little after the stream's event fires).
+void wait_until_landed(stream_log& log, std::span<const uint32_t> ids);
+inline void wait_until_landed(stream_log& log, uint32_t id) {
+  wait_until_landed(log, std::span<const uint32_t>(&id, 1));
+}
 
 }  // namespace p2psim::transport

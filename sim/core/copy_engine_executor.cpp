@@ -40,9 +40,7 @@ void copy_engine_executor::engine_dma(int gpu, bool write, uint64_t host_offset,
   const uint32_t id = job.stream;
   log[id].submit_ps = transport::now_ps();
   g.copy_engine().submit(std::move(job));
-  while (!log[id].finished()) wait(log.finished_event());
-  if (log[id].last_land_ps > transport::now_ps())
-    wait(transport::ps(log[id].last_land_ps - transport::now_ps()));
+  transport::wait_until_landed(log, id);
 }
 
 void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<uint8_t>& staged) {

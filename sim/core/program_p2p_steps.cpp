@@ -364,9 +364,7 @@ std::string program_runner::pin_dma(const step_spec& s, int pid, size_t index) {
   log[job.stream].submit_ps = transport::now_ps();
   const uint32_t id = job.stream;
   engine->submit(std::move(job));
-  while (!log[id].finished()) wait(log.finished_event());
-  if (log[id].last_land_ps > transport::now_ps())
-    wait(transport::ps(log[id].last_land_ps - transport::now_ps()));
+  transport::wait_until_landed(log, id);
   dma_result& d = m_dmas[index];
   d.bytes = length;
   d.landed = log[id].landed_bytes;

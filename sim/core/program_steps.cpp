@@ -219,9 +219,7 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     m_kmd->dma_begin(*r);
     m_engine->submit(std::move(job));
     const uint32_t id = job.stream;
-    while (!log[id].finished()) wait(log.finished_event());
-    if (log[id].last_land_ps > transport::now_ps())
-      wait(transport::ps(log[id].last_land_ps - transport::now_ps()));
+    transport::wait_until_landed(log, id);
     m_kmd->dma_end(*r);
     m_dma_done.notify(SC_ZERO_TIME);
     kernel::set_current_pid(pid);

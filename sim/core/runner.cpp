@@ -141,16 +141,7 @@ class driver : public sc_module {
       job.stream = id;
       init.submit(std::move(job));
     }
-    auto all_done = [&] {
-      for (uint32_t id : ids)
-        if (!log[id].finished()) return false;
-      return true;
-    };
-    while (!all_done()) wait(log.finished_event());
-    // Writes land a little after the stream's last event fires: wait for the last landing.
-    uint64_t last = 0;
-    for (uint32_t id : ids) last = std::max(last, log[id].last_land_ps);
-    if (last > transport::now_ps()) wait(transport::ps(last - transport::now_ps()));
+    transport::wait_until_landed(log, ids);
 
     outcome o;
     o.t0 = UINT64_MAX;

@@ -218,11 +218,6 @@ class harness : public sc_module {
     std::vector<request> outstanding;
     std::vector<pending_read> reads;
     transport::stream_log& log = m_sys.streams();
-    auto landed = [&](uint32_t id) {
-      while (!log[id].finished()) wait(log.finished_event());
-      if (log[id].last_land_ps > transport::now_ps())
-        wait(transport::ps(log[id].last_land_ps - transport::now_ps()));
-    };
     auto resolve_reads = [&] {
       for (const auto& r : reads) {
         if (log[r.stream].failed_bytes) continue;  // refused: the register stays unset
@@ -238,7 +233,7 @@ class harness : public sc_module {
     auto fence = [&] {
       for (const auto& r : outstanding) {
         if (!r.write) {
-          landed(r.stream);
+          transport::wait_until_landed(log, r.stream);
           continue;
         }
         while (log[r.stream].first_start_ps == 0 || !dev.requester().issued(r.stream))
@@ -308,7 +303,7 @@ class harness : public sc_module {
           break;  // the loader allows nothing else here
       }
     }
-    for (uint32_t id : all) landed(id);
+    for (uint32_t id : all) transport::wait_until_landed(log, id);
     resolve_reads();
   }
 
