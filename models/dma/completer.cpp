@@ -22,7 +22,7 @@ void refuse_request(transport::pcie_port& port, tlm::tlm_generic_payload& gp, ui
     send_error_completion(port, h, stream, completer_id, status, not_before);
   else if (log)
     log->failed(stream, h.length, transport::now_ps());
-  port.release(gp);
+  port.free_buffer(gp);
   gp.release();
 }
 

@@ -48,7 +48,7 @@ void dma_engine::receive(int, tlm::tlm_generic_payload& gp) {
   const auto& h = transport::hdr(gp);
   if (pcie::is_completion(h.type)) {
     m_req.completion(gp);
-    port.release(gp);
+    port.free_buffer(gp);
     gp.release();
     return;
   }
@@ -69,7 +69,7 @@ void dma_engine::receive(int, tlm::tlm_generic_payload& gp) {
     dma::refuse_request(port, gp, m_params.bdf, pcie::cpl_status::ur, SC_ZERO_TIME, &m_log);
     return;
   }
-  port.release(gp, target->serve(port, gp, off));
+  port.free_buffer(gp, target->serve(port, gp, off));
   gp.release();
 }
 

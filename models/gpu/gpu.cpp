@@ -39,7 +39,7 @@ void gpu::receive(int, tlm::tlm_generic_payload& gp) {
   const auto& h = transport::hdr(gp);
   if (pcie::is_completion(h.type)) {
     m_copy.completion(gp);
-    port.release(gp);
+    port.free_buffer(gp);
     gp.release();
     return;
   }
@@ -62,14 +62,14 @@ void gpu::request(tlm::tlm_generic_payload& gp) {
       return;
     }
     ++(write ? m_stats.bar1_writes : m_stats.bar1_reads);
-    port.release(gp, m_vram_port.serve(port, gp, *vram));
+    port.free_buffer(gp, m_vram_port.serve(port, gp, *vram));
     gp.release();
     return;
   }
   if (m_params.bar0.contains(h.address)) {
     ++m_stats.bar0_accesses;
     uint64_t off = h.address - m_params.bar0.base;
-    port.release(gp, m_reg_port.serve(port, gp, off));
+    port.free_buffer(gp, m_reg_port.serve(port, gp, off));
     gp.release();
     return;
   }

@@ -137,7 +137,7 @@ void p2p_forwarder::issue_reads() {
     }
     // Every piece issued (or the read failed): the original request's buffer is free.
     m_waiting.pop_front();
-    m_ports.release(r->in, *r->orig_gp);
+    m_ports.free_buffer(r->in, *r->orig_gp);
     r->orig_gp->release();
     r->orig_gp = nullptr;
     finish_if_done(r);
@@ -218,7 +218,7 @@ bool p2p_forwarder::completion(tlm::tlm_generic_payload& gp, int in) {
             transport::meta(gp).lag_ps);
     s.remaining -= std::min(s.remaining, h.length);
   }
-  m_ports.release(in, gp);
+  m_ports.free_buffer(in, gp);
   gp.release();
   if (s.remaining == 0) {
     s.read = nullptr;

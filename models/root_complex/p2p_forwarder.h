@@ -42,7 +42,7 @@ class forward_ports {
  public:
   virtual ~forward_ports() = default;
   virtual void send(int port, tlm::tlm_generic_payload& gp, uint64_t delay_ps) = 0;
-  virtual void release(int port, tlm::tlm_generic_payload& gp) = 0;  // free an ingress buffer
+  virtual void free_buffer(int port, tlm::tlm_generic_payload& gp) = 0;  // free an ingress buffer
   virtual uint16_t own_id() const = 0;
   virtual void refused(tlm::tlm_generic_payload& gp, int in) = 0;  // answer UR
 };

@@ -71,8 +71,8 @@ void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
     uint64_t off = h.address - m_params.memory.base;
     ++(write ? m_stats.memory_writes : m_stats.memory_reads);
     // A write's buffer is free once the memory controller's data path has taken the data.
-    m_ports[in]->release(gp,
-                         m_memory_port.serve(*m_ports[in], gp, off, transport::ps(m_latency_ps)));
+    m_ports[in]->free_buffer(
+        gp, m_memory_port.serve(*m_ports[in], gp, off, transport::ps(m_latency_ps)));
     gp.release();
     return;
   }
@@ -132,7 +132,7 @@ void root_complex::completion(int in, tlm::tlm_generic_payload& gp) {
     }
   }
   ++m_stats.unexpected_completions;
-  release(in, gp);
+  free_buffer(in, gp);
   gp.release();
 }
 
@@ -179,8 +179,8 @@ void root_complex::send(int port, tlm::tlm_generic_payload& gp, uint64_t delay_p
   m_ports[port]->send(gp, transport::ps(delay_ps));
 }
 
-void root_complex::release(int port, tlm::tlm_generic_payload& gp) {
-  m_ports[port]->release(gp);
+void root_complex::free_buffer(int port, tlm::tlm_generic_payload& gp) {
+  m_ports[port]->free_buffer(gp);
 }
 
 // The TLP leaves `after_ps` from now: the ingress buffer it (or its original) held is free
@@ -190,10 +190,10 @@ void root_complex::sent(int, tlm::tlm_generic_payload& gp, uint64_t after_ps) {
   if (ext.parent) {  // the last piece of a TLP we cut up: the original's buffer is free
     tlm::tlm_generic_payload& orig = *ext.parent;
     ext.parent = nullptr;
-    m_ports[transport::txn(orig).ext.ingress_port]->release(orig, transport::ps(after_ps));
+    m_ports[transport::txn(orig).ext.ingress_port]->free_buffer(orig, transport::ps(after_ps));
     orig.release();
   } else if (ext.ingress_port >= 0) {
-    m_ports[ext.ingress_port]->release(gp, transport::ps(after_ps));
+    m_ports[ext.ingress_port]->free_buffer(gp, transport::ps(after_ps));
   }
 }
 

@@ -73,7 +73,7 @@ class root_complex : public sc_core::sc_module,
  private:
   // forward_ports
   void send(int port, tlm::tlm_generic_payload& gp, uint64_t delay_ps) override;
-  void release(int port, tlm::tlm_generic_payload& gp) override;
+  void free_buffer(int port, tlm::tlm_generic_payload& gp) override;
   uint16_t own_id() const override { return m_params.bdf; }
   void refused(tlm::tlm_generic_payload& gp, int in) override;
 

@@ -55,7 +55,7 @@ void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
   if (out < 0) {
     if (pcie::is_completion(h.type)) {
       ++m_stats.unexpected_completions;
-      m_ports[in]->release(gp);
+      m_ports[in]->free_buffer(gp);
       gp.release();
     } else {
       ++m_stats.unsupported;
@@ -119,7 +119,7 @@ void pcie_switch::sent(int, tlm::tlm_generic_payload& gp, uint64_t after_ps) {
   } else {
     --m_stats.ingress[in].now[c];
   }
-  m_ports[in]->release(gp, transport::ps(after_ps));
+  m_ports[in]->free_buffer(gp, transport::ps(after_ps));
 }
 
 void pcie_switch::count_departures(int in, int cls) {

@@ -29,7 +29,7 @@ void pcie_port::send(tlm::tlm_generic_payload& gp, const sc_time& not_before) {
   tx->nb_transport_fw(gp, ph, d);
 }
 
-void pcie_port::release(tlm::tlm_generic_payload& gp, const sc_time& after) {
+void pcie_port::free_buffer(tlm::tlm_generic_payload& gp, const sc_time& after) {
   tlm::tlm_phase ph = tlm::END_REQ;
   sc_time d = after;
   rx->nb_transport_bw(gp, ph, d);

@@ -72,8 +72,8 @@ class pcie_port : public sc_core::sc_module {
   void send(tlm::tlm_generic_payload& gp, const sc_core::sc_time& not_before);
   void send(tlm::tlm_generic_payload& gp) { send(gp, sc_core::SC_ZERO_TIME); }
   // Frees the receive buffer a delivered TLP held, `after` from now (credits go back).
-  void release(tlm::tlm_generic_payload& gp, const sc_core::sc_time& after);
-  void release(tlm::tlm_generic_payload& gp) { release(gp, sc_core::SC_ZERO_TIME); }
+  void free_buffer(tlm::tlm_generic_payload& gp, const sc_core::sc_time& after);
+  void free_buffer(tlm::tlm_generic_payload& gp) { free_buffer(gp, sc_core::SC_ZERO_TIME); }
   // The link behind this port went down: TLPs still on the wire toward it never arrive
   // (posted writes count as lost in `log`), and nothing arrives from now on.
   void link_down(stream_log& log);

@@ -85,10 +85,10 @@ uint64_t count_mismatches(memory::backing_store& a, uint64_t ao, memory::backing
   return bad;
 }
 
-class driver : public sc_module {
+class job_submitter : public sc_module {
  public:
-  SC_HAS_PROCESS(driver);
-  driver(sc_module_name n, fabric_system& sys, const scenario& s, run_result& out)
+  SC_HAS_PROCESS(job_submitter);
+  job_submitter(sc_module_name n, fabric_system& sys, const scenario& s, run_result& out)
       : sc_module(n), m_sys(sys), m_sc(s), m_out(out) {
     SC_THREAD(main);
   }
@@ -337,7 +337,7 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   r.description = t.description;
   auto wall0 = std::chrono::steady_clock::now();
   fabric_system sys(t, a, s.fidelity == fidelity::burst);
-  driver drv("driver", sys, s, r);
+  job_submitter jobs("job_submitter", sys, s, r);
   std::unique_ptr<program_runner> prog;
   if (!s.program.empty())
     prog = std::make_unique<program_runner>("program", sys, s.program, s.seed);
@@ -346,9 +346,10 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   if (!dog.verdict().empty())
     throw std::runtime_error(
         fmt::format("the simulation of {} was stopped by the watchdog: {}", t.name, dog.verdict()));
-  // sc_start returns when no event is left: if a driver thread had not finished, something in
-  // the fabric model waits forever (a deadlock). Say where, rather than report partial results.
-  std::string stuck = drv.stuck_at();
+  // sc_start returns when no event is left: if the job submitter's or the program's thread had not
+  // finished, something in the fabric model waits forever (a deadlock). Say where, rather than
+  // report partial results.
+  std::string stuck = jobs.stuck_at();
   if (stuck.empty() && prog) stuck = prog->stuck_at();
   if (!stuck.empty()) {
     std::string blocked;

@@ -25,7 +25,7 @@ struct endpoint : sc_core::sc_module, transport::tlp_handler {
   endpoint(sc_core::sc_module_name n, bool takes_ahead = false, bool promises = false)
       : sc_module(n), port("port", *this, 0), ahead(takes_ahead), promise(promises) {}
   void receive(int, tlm::tlm_generic_payload& gp) override {
-    port.release(gp);
+    port.free_buffer(gp);
     gp.release();
   }
   void sent(int, tlm::tlm_generic_payload&, uint64_t) override {}
