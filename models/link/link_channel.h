@@ -12,8 +12,8 @@
 #include <tlm>
 #include "models/pcie/fifo.h"
 
-#include "models/pcie/choices.h"
 #include "models/pcie/credits.h"
+#include "models/pcie/order_policy.h"
 #include "models/pcie/tlp.h"
 
 namespace p2psim::transport {
@@ -52,8 +52,9 @@ class link_channel : public sc_core::sc_module {
   tlm_utils::simple_target_socket<link_channel> in;      // from the transmitting port
   tlm_utils::simple_initiator_socket<link_channel> out;  // to the receiving port
 
+  // `order`: the fabric's ordering table and choice source, which outlive the channel.
   link_channel(sc_core::sc_module_name name, const channel_timing& timing,
-               const pcie::credit_limits& receiver_credits);
+               const pcie::credit_limits& receiver_credits, const pcie::order_policy& order);
   const channel_stats& stats() const { return m_stats; }
   const channel_timing& timing() const { return m_timing; }
   // Serialization time of one TLP on this channel, DLLP share excluded (for tests, reports).
@@ -101,6 +102,7 @@ class link_channel : public sc_core::sc_module {
   void drop(tlm::tlm_generic_payload& gp);
 
   channel_timing m_timing;
+  const pcie::order_policy& m_order;
   double m_ps_per_wire_byte;  // SKIP ordered sets included
   pcie::credit_gate m_credits;
   pcie::fifo<entry> m_queue[pcie::fc_class_count];

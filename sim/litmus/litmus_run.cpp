@@ -419,13 +419,11 @@ class harness : public sc_module {
 }  // namespace
 
 run_outcome run_once(const litmus_spec& t, const topo::topology& topo,
-                     pcie::choice_source* choices) {
+                     const pcie::order_policy& order) {
   topo::address_map amap = topo::enumerate(topo);
-  core::fabric_system sys(topo, amap);
+  core::fabric_system sys(topo, amap, false, order);
   harness h("litmus", t, sys);
-  pcie::set_choice_source(choices);
   sc_start();
-  pcie::set_choice_source(nullptr);
   run_outcome o = h.outcome();
   o.simulated_ns = sc_time_stamp().to_seconds() * 1e9;
   return o;
