@@ -57,6 +57,7 @@ class link_channel : public sc_core::sc_module {
                const pcie::credit_limits& receiver_credits, const pcie::order_policy& order);
   const channel_stats& stats() const { return m_stats; }
   const channel_timing& timing() const { return m_timing; }
+  const pcie::order_policy& order() const { return m_order; }  // its fabric's
   // Serialization time of one TLP on this channel, DLLP share excluded (for tests, reports).
   uint64_t serialization_ps(const pcie::tlp_header& h) const;
   // The link went down (DL_Down): every TLP queued here and every one handed over later is
