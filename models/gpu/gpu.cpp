@@ -16,13 +16,14 @@ dma::memory_timing register_timing(const dma::memory_timing& t) {
 }
 }  // namespace
 
-gpu::gpu(sc_module_name name, const gpu_params& p, transport::stream_log& log)
+gpu::gpu(sc_module_name name, const gpu_params& p, transport::stream_log& log,
+         const pcie::order_policy& order)
     : sc_module(name),
       port("port", *this, 0),
       m_params(p),
       m_log(log),
       m_vram(p.vram_bytes),
-      m_visibility(m_vram, p.rdma_ordering),
+      m_visibility(m_vram, p.rdma_ordering, order.choices),
       m_regs(p.bar0.size),
       m_bar1(p.bar1.size, p.bar1_reserved),
       m_vram_port(m_vram, p.vram, p.bdf, log),

@@ -13,6 +13,7 @@
 #include "models/gpu/bar1_page_table.h"
 #include "models/gpu/rdma_visibility.h"
 #include "models/memory/backing_store.h"
+#include "models/pcie/order_policy.h"
 #include "models/pcie/window.h"
 #include "models/tlm/pcie_port.h"
 #include "models/tlm/stream_log.h"
@@ -41,7 +42,9 @@ class gpu : public sc_core::sc_module, public transport::tlp_handler {
  public:
   transport::pcie_port port;
 
-  gpu(sc_core::sc_module_name name, const gpu_params& p, transport::stream_log& log);
+  // `order`: the fabric's; its choice source decides what kernels see of RDMA writes.
+  gpu(sc_core::sc_module_name name, const gpu_params& p, transport::stream_log& log,
+      const pcie::order_policy& order);
   const gpu_params& params() const { return m_params; }
   memory::backing_store& vram() { return m_vram; }
   bar1_page_table& bar1() { return m_bar1; }

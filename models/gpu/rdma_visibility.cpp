@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "models/pcie/choices.h"
-
 namespace p2psim::gpu {
 
 namespace {
@@ -16,8 +14,9 @@ uint32_t bytes_mask(uint64_t first, uint64_t n) {
 
 }  // namespace
 
-rdma_visibility::rdma_visibility(memory::backing_store& vram, writes_ordering o)
-    : m_vram(vram), m_ordering(o) {}
+rdma_visibility::rdma_visibility(memory::backing_store& vram, writes_ordering o,
+                                 pcie::choice_source* choices)
+    : m_vram(vram), m_ordering(o), m_choices(choices) {}
 
 void rdma_visibility::landing(uint64_t offset, std::span<const uint8_t> data) {
   // The ordering attribute names the consumers that see RDMA writes in order by themselves.
@@ -53,8 +52,7 @@ void rdma_visibility::landing(uint64_t offset, std::span<const uint8_t> data) {
 
 void rdma_visibility::decide(sector& s, consumer c) {
   const size_t k = size_t(c);
-  pcie::choice_source* choices = pcie::active_choice_source();
-  const sight now = choices && choices->pick(2) == 1 ? sight::hidden : sight::visible;
+  const sight now = m_choices && m_choices->pick(2) == 1 ? sight::hidden : sight::visible;
   for (record& r : s)
     if (r.seen[k] == sight::undecided) r.seen[k] = now;
 }

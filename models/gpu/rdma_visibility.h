@@ -7,7 +7,8 @@
 //
 // Pending writes are kept per 32-byte L2 sector, so a kernel can see one sector of a write and
 // not the next. Whether a kernel sees a pending sector is a choice (models/pcie/choices.h),
-// made the first time a kernel of that consumer reads it; without a choice source it sees it.
+// made the first time a kernel of that consumer reads it (by the fabric's choice source, which
+// the GPU passes in); without a choice source it sees it.
 // Pure logic: the GPU model reports landings, the CUDA model syncs and flushes.
 #pragma once
 
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "models/memory/backing_store.h"
+#include "models/pcie/choices.h"
 
 namespace p2psim::gpu {
 
@@ -31,7 +33,11 @@ class rdma_visibility {
  public:
   static constexpr uint64_t sector_bytes = 32;
 
-  rdma_visibility(memory::backing_store& vram, writes_ordering o);
+  // `choices`: who decides whether a kernel sees a pending sector yet (not owned; nullptr:
+  // it does).
+  rdma_visibility(memory::backing_store& vram, writes_ordering o,
+                  pcie::choice_source* choices = nullptr);
+  void set_choices(pcie::choice_source* choices) { m_choices = choices; }
   writes_ordering ordering() const { return m_ordering; }
   // Whether any kernel may read this GPU's memory while RDMA writes land. Until one is
   // declared (a litmus test's kernel agents do), nothing could see a stale byte, so landings
@@ -85,6 +91,7 @@ class rdma_visibility {
 
   memory::backing_store& m_vram;
   writes_ordering m_ordering;
+  pcie::choice_source* m_choices;
   bool m_observed = false;
   sector_map m_sectors;  // by sector index; no empty sectors
   size_t m_pending = 0;

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "models/pcie/link_timing.h"
-#include "models/pcie/ordering.h"
+#include "models/pcie/order_policy.h"
 #include "models/tlm/activity.h"
 #include "models/tlm/pcie_port.h"
 #include "models/tlm/sim_clock.h"
@@ -16,11 +16,13 @@ namespace p2psim::link {
 using namespace sc_core;
 
 link_channel::link_channel(sc_module_name name, const channel_timing& timing,
-                           const pcie::credit_limits& receiver_credits)
+                           const pcie::credit_limits& receiver_credits,
+                           const pcie::order_policy& order)
     : sc_module(name),
       in("in"),
       out("out"),
       m_timing(timing),
+      m_order(order),
       m_ps_per_wire_byte(timing.ps_per_byte / (1.0 - timing.skip_fraction)),
       m_credits(receiver_credits) {
   in.register_nb_transport_fw(this, &link_channel::in_fw);
@@ -86,8 +88,7 @@ bool link_channel::may_start(const tlm::tlm_generic_payload& gp) const {
 
 // The oldest ready head that has credits and may pass every older head still waiting.
 link_channel::slot link_channel::pick(uint64_t now, uint64_t& wake) {
-  if (pcie::choice_source* choices = pcie::active_choice_source())
-    return pick_explored(now, wake, *choices);
+  if (pcie::choice_source* choices = m_order.choices) return pick_explored(now, wake, *choices);
   entry* heads[pcie::fc_class_count];
   int n = 0;
   for (auto& q : m_queue)
@@ -105,7 +106,7 @@ link_channel::slot link_channel::pick(uint64_t now, uint64_t& wake) {
     bool passes = true;
     for (int j = 0; j < i && passes; ++j)
       if (heads[j]->ready_ps <= now &&
-          pcie::may_pass(h, transport::hdr(*heads[j]->gp)) == pcie::passing::no)
+          m_order.rules.may_pass(h, transport::hdr(*heads[j]->gp)) == pcie::passing::no)
         passes = false;
     if (!passes) continue;
     if (may_start(*e->gp)) return {int(pcie::fc_class_of(h.type)), 0};
@@ -143,8 +144,8 @@ link_channel::slot link_channel::pick_explored(uint64_t now, uint64_t& wake,
     bool passes = true;
     for (size_t j = 0; j < i && passes; ++j) {
       const entry& older = m_queue[order[j].cls][order[j].index];
-      passes =
-          older.ready_ps > now || pcie::may_pass(h, transport::hdr(*older.gp)) != pcie::passing::no;
+      passes = older.ready_ps > now ||
+               m_order.rules.may_pass(h, transport::hdr(*older.gp)) != pcie::passing::no;
     }
     if (!passes) continue;
     if (!may_start(*e.gp)) {
@@ -189,7 +190,7 @@ size_t link_channel::waiting_ahead(uint64_t now) {
 // credits only come back. The channel then need not wake for it. Not with a choice source:
 // there, which of several eligible TLPs goes is decided when it goes.
 bool link_channel::start_ahead(uint64_t now) {
-  if (!m_sender || pcie::active_choice_source()) return false;
+  if (!m_sender || m_order.choices) return false;
   const int oldest = oldest_class();
   if (oldest < 0) return false;
   const entry& e = m_queue[oldest].front();
@@ -234,7 +235,7 @@ int link_channel::oldest_class() const {
 // forward.
 uint64_t link_channel::next_chance() {
   const uint64_t free = m_busy_until;
-  if (pcie::active_choice_source()) return free;
+  if (m_order.choices) return free;
   m_credits.advance(free);  // no start decision comes before `free`
   uint64_t t = no_wake;
   for (const auto& q : m_queue) {

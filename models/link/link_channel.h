@@ -12,8 +12,8 @@
 #include <tlm>
 #include "models/pcie/fifo.h"
 
-#include "models/pcie/choices.h"
 #include "models/pcie/credits.h"
+#include "models/pcie/order_policy.h"
 #include "models/pcie/tlp.h"
 
 namespace p2psim::transport {
@@ -52,10 +52,12 @@ class link_channel : public sc_core::sc_module {
   tlm_utils::simple_target_socket<link_channel> in;      // from the transmitting port
   tlm_utils::simple_initiator_socket<link_channel> out;  // to the receiving port
 
+  // `order`: the fabric's ordering table and choice source, which outlive the channel.
   link_channel(sc_core::sc_module_name name, const channel_timing& timing,
-               const pcie::credit_limits& receiver_credits);
+               const pcie::credit_limits& receiver_credits, const pcie::order_policy& order);
   const channel_stats& stats() const { return m_stats; }
   const channel_timing& timing() const { return m_timing; }
+  const pcie::order_policy& order() const { return m_order; }  // its fabric's
   // Serialization time of one TLP on this channel, DLLP share excluded (for tests, reports).
   uint64_t serialization_ps(const pcie::tlp_header& h) const;
   // The link went down (DL_Down): every TLP queued here and every one handed over later is
@@ -101,6 +103,7 @@ class link_channel : public sc_core::sc_module {
   void drop(tlm::tlm_generic_payload& gp);
 
   channel_timing m_timing;
+  const pcie::order_policy& m_order;
   double m_ps_per_wire_byte;  // SKIP ordered sets included
   pcie::credit_gate m_credits;
   pcie::fifo<entry> m_queue[pcie::fc_class_count];

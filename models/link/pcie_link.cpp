@@ -7,7 +7,8 @@ namespace p2psim::link {
 
 using namespace sc_core;
 
-pcie_link::pcie_link(sc_module_name name, const pcie_link_params& p)
+pcie_link::pcie_link(sc_module_name name, const pcie_link_params& p,
+                     const pcie::order_policy& order)
     : sc_module(name), m_params(p) {
   channel_timing t;
   t.ps_per_byte = 1000.0 / pcie::raw_gbs(p.gen, p.width);
@@ -19,8 +20,8 @@ pcie_link::pcie_link(sc_module_name name, const pcie_link_params& p)
   t.skip_fraction = pcie::skip_fraction;
   m_params.ack_limit = t.ack_limit;
   m_params.fc_limit = t.fc_limit;
-  m_down = std::make_unique<link_channel>("down", t, p.down_credits);
-  m_up = std::make_unique<link_channel>("up", t, p.up_credits);
+  m_down = std::make_unique<link_channel>("down", t, p.down_credits, order);
+  m_up = std::make_unique<link_channel>("up", t, p.up_credits, order);
 }
 
 double pcie_link::raw_gbs() const {
@@ -47,7 +48,8 @@ void pcie_link::connect(transport::pcie_port& upstream, transport::pcie_port& do
   downstream.set_feed(*m_down);
 }
 
-qpi_link::qpi_link(sc_module_name name, const qpi_link_params& p) : sc_module(name), m_params(p) {
+qpi_link::qpi_link(sc_module_name name, const qpi_link_params& p, const pcie::order_policy& order)
+    : sc_module(name), m_params(p) {
   channel_timing t;
   t.ps_per_byte = 1000.0 / p.bandwidth_gbs;
   t.latency_ps = pcie::ns_to_ps(p.latency_ns);
@@ -55,8 +57,8 @@ qpi_link::qpi_link(sc_module_name name, const qpi_link_params& p) : sc_module(na
   t.packet_overhead = p.packet_overhead;
   // The interconnect's own link layer has ample buffering for tunnelled PCIe traffic:
   // its credits are not modelled (infinite), its throughput is.
-  m_ab = std::make_unique<link_channel>("a_to_b", t, pcie::credit_limits{});
-  m_ba = std::make_unique<link_channel>("b_to_a", t, pcie::credit_limits{});
+  m_ab = std::make_unique<link_channel>("a_to_b", t, pcie::credit_limits{}, order);
+  m_ba = std::make_unique<link_channel>("b_to_a", t, pcie::credit_limits{}, order);
 }
 
 void qpi_link::connect(transport::pcie_port& a, transport::pcie_port& b) {

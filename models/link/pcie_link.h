@@ -26,7 +26,9 @@ struct pcie_link_params {
 
 class pcie_link : public sc_core::sc_module {
  public:
-  pcie_link(sc_core::sc_module_name name, const pcie_link_params& p);
+  // `order`: the fabric's ordering table and choice source, for both directions' queues.
+  pcie_link(sc_core::sc_module_name name, const pcie_link_params& p,
+            const pcie::order_policy& order);
   // Connects the upstream component's port and the downstream component's port.
   void connect(transport::pcie_port& upstream, transport::pcie_port& downstream);
   const link_channel& downstream() const { return *m_down; }  // toward the endpoint
@@ -56,7 +58,7 @@ struct qpi_link_params {
 
 class qpi_link : public sc_core::sc_module {
  public:
-  qpi_link(sc_core::sc_module_name name, const qpi_link_params& p);
+  qpi_link(sc_core::sc_module_name name, const qpi_link_params& p, const pcie::order_policy& order);
   void connect(transport::pcie_port& a, transport::pcie_port& b);
   const link_channel& a_to_b() const { return *m_ab; }
   const link_channel& b_to_a() const { return *m_ba; }

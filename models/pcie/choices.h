@@ -1,8 +1,8 @@
 // Who decides the table's Y/N cases. A place that may reorder TLPs (a link's egress queue)
-// asks the process's choice source to pick among the TLPs it may send next. Without one the
-// oldest goes first (deterministic runs, golden results); a seeded source explores orders at
-// random and reproducibly; a replay source follows a recorded prefix of choices and records
-// the rest, so a litmus runner can enumerate every order exhaustively.
+// asks its fabric's choice source (order_policy.h) to pick among the TLPs it may send next.
+// Without one the oldest goes first (deterministic runs, golden results); a seeded source
+// explores orders at random and reproducibly; a replay source follows a recorded prefix of
+// choices and records the rest, so a litmus runner can enumerate every order exhaustively.
 #pragma once
 
 #include <cstddef>
@@ -18,10 +18,6 @@ class choice_source {
   // One of `options` (>= 2) alternatives, 0 being the in-order one.
   virtual size_t pick(size_t options) = 0;
 };
-
-// The process's source; nullptr (the default): always the in-order alternative.
-choice_source* active_choice_source();
-void set_choice_source(choice_source* s);
 
 class seeded_choices final : public choice_source {
  public:

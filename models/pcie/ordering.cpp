@@ -67,11 +67,6 @@ std::optional<order_rule> ordering_rule_by_name(std::string_view name) {
   return std::nullopt;
 }
 
-ordering_rules& active_ordering_rules() {
-  static ordering_rules rules;
-  return rules;
-}
-
 passing ordering_rules::may_pass(const tlp_header& later, const tlp_header& earlier) const {
   if (later.attrs.traffic_class != earlier.attrs.traffic_class) return passing::either;
   const order_class row = order_class_of(later.type);

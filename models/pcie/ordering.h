@@ -64,12 +64,4 @@ class ordering_rules {
   std::bitset<size_t(order_rule::count)> m_off;
 };
 
-// The rules in force in this process (all of them, unless --mutate turned one off).
-ordering_rules& active_ordering_rules();
-
-// may_pass under the rules in force.
-inline passing may_pass(const tlp_header& later, const tlp_header& earlier) {
-  return active_ordering_rules().may_pass(later, earlier);
-}
-
 }  // namespace p2psim::pcie

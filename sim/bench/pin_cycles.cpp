@@ -52,11 +52,15 @@ void free_table(void* data) {
   nvidia_p2p_free_page_table(*static_cast<nvidia_p2p_page_table_t**>(data));
 }
 
-// One GPU's driver, installed for this process, and a current CUDA context on the GPU.
+// One GPU's driver in an OS of its own, bound for the benchmark's life, and a current CUDA
+// context on the GPU of its one process.
 struct bench_world {
   gpu::bar1_page_table bar1{256ull << 20, 32ull << 20};
   memory::backing_store vram{1ull << 30};
   nv::nvidia_driver driver;
+  kernel::os os{driver};
+  kernel::running_in in{os};
+  kernel::as_process as{1};
   pci_dev nic{"nic0", 0x0400, nullptr};
   peer::kmd kmd{&nic, true};  // with nvidia_p2p_dma_map_pages, as under an IOMMU
   CUcontext ctx = nullptr;
@@ -68,14 +72,8 @@ struct bench_world {
     r.bar1_bus_base = 0x4000'0000'0000ull;
     r.vram = &vram;
     driver.add_gpu(r);
-    nv::nvidia_driver::install(&driver);
-    kernel::set_current_pid(1);
     if (cuInit(0) != CUDA_SUCCESS || cuCtxCreate(&ctx, 0, 0) != CUDA_SUCCESS)
       throw std::runtime_error("no CUDA context on the benchmark's GPU");
-  }
-  ~bench_world() {
-    nv::nvidia_driver::install(nullptr);
-    kernel::set_current_pid(0);
   }
   bench_world(const bench_world&) = delete;
   bench_world& operator=(const bench_world&) = delete;

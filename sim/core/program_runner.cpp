@@ -22,7 +22,11 @@ constexpr int first_pid = 100;  // the first process of `processes`
 
 program_runner::program_runner(sc_module_name n, fabric_system& sys, const program_spec& p,
                                uint64_t seed)
-    : sc_module(n), m_sys(sys), m_spec(p), m_seed(seed), m_driver([&] {
+    : sc_module(n),
+      m_sys(sys),
+      m_spec(p),
+      m_seed(seed),
+      m_driver([&] {
         nv::driver_config c;
         c.share_bar1 = p.driver.bar1_sharing;
         c.accept_null_callback = p.driver.null_callback;
@@ -31,11 +35,11 @@ program_runner::program_runner(sc_module_name n, fabric_system& sys, const progr
         c.unpin_base_ns = p.driver.unpin_ns;
         c.seed = seed;
         return c;
-      }()) {
+      }()),
+      m_os(m_driver) {
   std::vector<gpu::gpu*> by_ordinal = add_gpus(m_driver, sys);
-  nv::nvidia_driver::install(&m_driver);
   m_copies = std::make_unique<copy_engine_executor>(sys, by_ordinal);
-  cuda::install_copy_executor(m_copies.get());
+  m_os.set_copy_executor(m_copies.get());
   if (p.peer) {
     m_engine = sys.find_engine(p.peer->device);
     m_peer_dev.name = p.peer->device;
@@ -45,10 +49,10 @@ program_runner::program_runner(sc_module_name n, fabric_system& sys, const progr
                                              m_peer_dev.iommu->what() == iommu::mode::translating);
     m_kmd = std::make_unique<peer::kmd>(&m_peer_dev, map);
     if (p.peer->wait_in_callback)
+      // Simulated time passes inside cuMemFree. The DMA threads that run meanwhile set
+      // `current` only around calls that do not wait, so it is as it was when this resumes.
       m_kmd->set_wait_for_idle([this](peer::kmd_region& r) {
-        const kernel::pid_t pid = kernel::current_pid();
-        while (r.in_flight) wait(m_dma_done);  // simulated time passes inside cuMemFree
-        kernel::set_current_pid(pid);          // other processes ran meanwhile
+        while (r.in_flight) wait(m_dma_done);
       });
     else
       m_kmd->set_wait_for_idle([](peer::kmd_region&) {});  // a driver with the bug
@@ -57,10 +61,7 @@ program_runner::program_runner(sc_module_name n, fabric_system& sys, const progr
   SC_THREAD(main);
 }
 
-program_runner::~program_runner() {
-  cuda::install_copy_executor(nullptr);
-  nv::nvidia_driver::install(nullptr);
-}
+program_runner::~program_runner() = default;
 
 int program_runner::pid_of(const std::string& process) const {
   for (size_t i = 0; i < m_spec.processes.size(); ++i)
@@ -112,6 +113,9 @@ void program_runner::sample_bar1() {
 }
 
 void program_runner::main() {
+  // Every driver call of the program, in this thread or the DMA threads it starts (which end
+  // before it does), is made in this OS.
+  kernel::running_in in(m_os);
   for (size_t i = 0; i < m_spec.steps.size(); ++i) {
     const step_spec& s = m_spec.steps[i];
     m_doing = fmt::format("step {} ({} {}) at {}", i, s.process, s.call, s.loc.str());
@@ -167,10 +171,10 @@ std::string program_runner::run_step(const step_spec& s) {
     return "ok";
   }
   if (s.call == "callbacks") return callbacks_check(s);
-  // Threads of the simulation interleave at every wait(), so `current` is set per call
-  // rather than held for a scope.
+  // `current` is the step's process until it returns; the DMA threads a program starts set
+  // theirs only around calls that do not wait, so it is still this one whenever it resumes.
   const int pid = pid_of(s.process);
-  kernel::set_current_pid(pid);
+  kernel::as_process as(pid);
   if (s.call == "exit") {
     m_driver.process_exit(pid);
     return "ok";

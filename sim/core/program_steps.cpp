@@ -193,9 +193,14 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     } else {
       m_engine->local_memory().write(local, inv);
     }
-    kernel::set_current_pid(pid);
+    // This thread runs beside the program's: `current` is set only around calls that do not
+    // wait, so neither thread finds the other's process when it resumes.
     peer::kmd_region* r = nullptr;
-    int ret = cache.acquire(va, len, &r);
+    int ret = 0;
+    {
+      kernel::as_process as(pid);
+      ret = cache.acquire(va, len, &r);
+    }
     wait_driver_time();  // a miss pins: that takes time (guide 5.1)
     if (ret) {
       result = errno_name(ret);
@@ -205,7 +210,7 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     ret = m_kmd->dma_segments(*r, va, len, local, segs);
     if (ret) {  // e.g. a stale cache entry whose pages are gone
       result = errno_name(ret);
-      kernel::set_current_pid(pid);
+      kernel::as_process as(pid);
       cache.release(r);
       break;
     }
@@ -222,8 +227,10 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     transport::wait_until_landed(log, id);
     m_kmd->dma_end(*r);
     m_dma_done.notify(SC_ZERO_TIME);
-    kernel::set_current_pid(pid);
-    cache.release(r);
+    {
+      kernel::as_process as(pid);
+      cache.release(r);
+    }
     wait_driver_time();  // without the cache, release unpins
     dma_result& d = m_dmas[index];
     d.bytes += len;

@@ -328,7 +328,8 @@ void check_scenario(const scenario& s, const topo::topology& t, const topo::addr
   }
 }
 
-run_result run_topology(const scenario& s, const topo::topology& t, const topo::address_map& a) {
+run_result run_topology(const scenario& s, const topo::topology& t, const topo::address_map& a,
+                        const pcie::order_policy& order) {
   check_scenario(s, t, a);
   run_result r;
   r.scenario = s.name;
@@ -336,7 +337,7 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   r.topology_file = t.file;
   r.description = t.description;
   auto wall0 = std::chrono::steady_clock::now();
-  fabric_system sys(t, a, s.fidelity == fidelity::burst);
+  fabric_system sys(t, a, s.fidelity == fidelity::burst, order);
   job_submitter jobs("job_submitter", sys, s, r);
   std::unique_ptr<program_runner> prog;
   if (!s.program.empty())

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "models/pcie/order_policy.h"
 #include "sim/core/result.h"
 #include "sim/core/scenario.h"
 #include "sim/topology/address_map.h"
@@ -25,6 +26,8 @@ void check_scenario(const scenario& s, const topo::topology& t, const topo::addr
 std::string refusal_reason(const topo::topology& t, const topo::address_map& a,
                            const transfer_spec& x);
 
-run_result run_topology(const scenario& s, const topo::topology& t, const topo::address_map& a);
+// `order`: the fabric's ordering table and choice source (all rules, in order, by default).
+run_result run_topology(const scenario& s, const topo::topology& t, const topo::address_map& a,
+                        const pcie::order_policy& order = {});
 
 }  // namespace p2psim::core

@@ -72,8 +72,9 @@ auto backed(F&& make, const config::source_loc& where, const std::string& key, u
 
 }  // namespace
 
-fabric_system::fabric_system(const topo::topology& t, const topo::address_map& a, bool bursts)
-    : m_topo(t), m_addr(a), m_bursts(bursts) {
+fabric_system::fabric_system(const topo::topology& t, const topo::address_map& a, bool bursts,
+                             const pcie::order_policy& order)
+    : m_topo(t), m_addr(a), m_bursts(bursts), m_order(order) {
   build_sockets();
   build_switches();
   build_devices();
@@ -156,8 +157,9 @@ void fabric_system::build_devices() {
       p.vram = {d.vram_latency_ns, d.vram_bandwidth_gbs, m_topo.mps_of(d), m_topo.rcb_of(d)};
       p.copy = req;
       p.rdma_ordering = ordering_of(d.rdma_ordering);
-      m_gpus[d.name] = backed([&] { return std::make_unique<gpu::gpu>(d.name.c_str(), p, m_log); },
-                              topo::loc_of(d, "vram"), "vram", d.vram_bytes);
+      m_gpus[d.name] =
+          backed([&] { return std::make_unique<gpu::gpu>(d.name.c_str(), p, m_log, m_order); },
+                 topo::loc_of(d, "vram"), "vram", d.vram_bytes);
     } else {
       dma_engine::engine_params p;
       p.bdf = da.bdf;
@@ -204,7 +206,7 @@ void fabric_system::build_links() {
     p.down_credits = receiver_credits(l.credits, !down_is_switch);
     p.up_credits = receiver_credits(l.credits, up_is_socket);
     std::string name = "link_" + l.down;
-    auto lk = std::make_unique<link::pcie_link>(name.c_str(), p);
+    auto lk = std::make_unique<link::pcie_link>(name.c_str(), p, m_order);
     lk->connect(upstream_port_for(l, index), downstream_port_for(l.down));
 
     const auto& w = m_addr.ports.at(l.down);
@@ -228,7 +230,7 @@ void fabric_system::build_interconnects() {
     link::qpi_link_params p;
     p.bandwidth_gbs = q.bandwidth_gbs.value_or(pa.qpi_bandwidth_gbs);
     p.latency_ns = q.latency_ns.value_or(pa.qpi_latency_ns);
-    auto lk = std::make_unique<link::qpi_link>(q.name.c_str(), p);
+    auto lk = std::make_unique<link::qpi_link>(q.name.c_str(), p, m_order);
     lk->connect(m_sockets[q.a]->interconnect_port(ia), m_sockets[q.b]->interconnect_port(ib));
     neighbours[q.a].push_back({q.b, ia});
     neighbours[q.b].push_back({q.a, ib});

@@ -12,6 +12,7 @@
 #include "models/gpu/gpu.h"
 #include "models/iommu/iommu.h"
 #include "models/link/pcie_link.h"
+#include "models/pcie/order_policy.h"
 #include "models/root_complex/root_complex.h"
 #include "models/switch/pcie_switch.h"
 #include "models/tlm/stream_log.h"
@@ -26,13 +27,16 @@ class fabric_system {
   // page (4 KiB, one I/O page, behind a translating IOMMU).
   static constexpr uint32_t burst_bytes = 64 * 1024;
 
-  // `bursts`: DMAs in bursts (burst fidelity) rather than TLP by TLP.
-  fabric_system(const topo::topology& t, const topo::address_map& a, bool bursts = false);
+  // `bursts`: DMAs in bursts (burst fidelity) rather than TLP by TLP. `order`: the ordering
+  // table and choice source of this fabric's queues (all rules, in order, by default).
+  fabric_system(const topo::topology& t, const topo::address_map& a, bool bursts = false,
+                const pcie::order_policy& order = {});
   ~fabric_system();
 
   const topo::topology& topology() const { return m_topo; }
   const topo::address_map& addresses() const { return m_addr; }
   transport::stream_log& streams() { return m_log; }
+  const pcie::order_policy& order() const { return m_order; }
 
   gpu::gpu* find_gpu(const std::string& name);
   dma_engine::dma_engine* find_engine(const std::string& name);
@@ -71,6 +75,7 @@ class fabric_system {
   const topo::topology& m_topo;
   const topo::address_map& m_addr;
   const bool m_bursts;
+  const pcie::order_policy m_order;  // before the modules that keep references to it
   transport::stream_log m_log;
   std::map<std::string, std::unique_ptr<root_complex::root_complex>> m_sockets;
   std::map<std::string, std::unique_ptr<pcie_switch::pcie_switch>> m_switches;

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "models/pcie/choices.h"
+#include "models/pcie/order_policy.h"
 #include "sim/litmus/litmus_run.h"
 
 namespace p2psim::litmus {
@@ -52,7 +52,8 @@ struct child_result {
 
 // Runs once in a child process and returns what it saw through a pipe.
 child_result run_child(const litmus_spec& t, const topo::topology& topo,
-                       const std::vector<size_t>& prefix, std::optional<uint64_t> seed) {
+                       const pcie::ordering_rules& rules, const std::vector<size_t>& prefix,
+                       std::optional<uint64_t> seed) {
   int fd[2];
   if (pipe(fd) != 0) throw std::runtime_error("pipe failed");
   std::cout.flush();
@@ -65,7 +66,7 @@ child_result run_child(const litmus_spec& t, const topo::topology& topo,
     json j;
     try {
       recording_choices src(prefix, seed);
-      run_outcome o = run_once(t, topo, &src);
+      run_outcome o = run_once(t, topo, pcie::order_policy{rules, &src});
       std::string key = outcome_key(t, o);
       if (!o.blocked.empty()) {
         key += " [not finished:";
@@ -188,12 +189,12 @@ test_result explore(const litmus_spec& t, const topo::topology& topo, const expl
   };
 
   if (o.choices) {  // one run, exactly as recorded
-    child_result c = run_child(t, topo, *o.choices, std::nullopt);
+    child_result c = run_child(t, topo, o.rules, *o.choices, std::nullopt);
     record(c);
     res.simulated_ns = c.simulated_ns;
   } else {
     // The in-order run first; it tells how large the tree of choices is.
-    child_result first = run_child(t, topo, {}, std::nullopt);
+    child_result first = run_child(t, topo, o.rules, {}, std::nullopt);
     record(first);
     res.simulated_ns = first.simulated_ns;
     double tree = 1;
@@ -201,7 +202,7 @@ test_result explore(const litmus_spec& t, const topo::topology& topo, const expl
     if (first.error.empty() && tree <= double(budget)) {
       auto next = next_prefix(first.taken, first.options);
       while (next && res.runs < budget) {
-        child_result c = run_child(t, topo, *next, std::nullopt);
+        child_result c = run_child(t, topo, o.rules, *next, std::nullopt);
         record(c);
         if (!c.error.empty()) break;
         next = next_prefix(c.taken, c.options);
@@ -210,7 +211,7 @@ test_result explore(const litmus_spec& t, const topo::topology& topo, const expl
     }
     if (!res.exhaustive && first.error.empty())
       for (uint64_t i = res.runs; i < budget; ++i) {
-        child_result c = run_child(t, topo, {}, run_seed(o.seed, i));
+        child_result c = run_child(t, topo, o.rules, {}, run_seed(o.seed, i));
         record(c);
         if (!c.error.empty()) break;
       }

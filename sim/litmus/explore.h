@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "models/pcie/ordering.h"
 #include "sim/litmus/litmus_spec.h"
 #include "sim/topology/topology.h"
 
@@ -20,6 +21,7 @@ struct explore_options {
   int default_runs = 200;
   uint64_t seed = 1;
   std::optional<std::vector<size_t>> choices;  // replay exactly this run
+  pcie::ordering_rules rules;                  // the table every run's fabric uses (--mutate)
 };
 
 struct outcome_count {

@@ -68,16 +68,16 @@ struct placed {
 class harness : public sc_module {
  public:
   harness(sc_module_name n, const litmus_spec& t, core::fabric_system& sys)
-      : sc_module(n), m_t(t), m_sys(sys), m_driver(nv::driver_config{}) {
+      : sc_module(n), m_t(t), m_sys(sys), m_driver(nv::driver_config{}), m_os(m_driver) {
     std::vector<gpu::gpu*> by_ordinal = core::add_gpus(m_driver, sys);
     for (size_t i = 0; i < by_ordinal.size(); ++i) {
       m_ordinal[m_driver.gpu(int(i)).name] = int(i);
       by_ordinal[i]->visibility().set_kernels_observe(true);  // kernel agents may be reading
     }
-    nv::nvidia_driver::install(&m_driver);
     m_copies = std::make_unique<core::copy_engine_executor>(sys, by_ordinal);
-    cuda::install_copy_executor(m_copies.get());
-    kernel::set_current_pid(litmus_pid);
+    m_os.set_copy_executor(m_copies.get());
+    kernel::running_in in(m_os);
+    kernel::as_process as(litmus_pid);
     check(cuInit(0), "cuInit");
     for (const auto& [name, ordinal] : m_ordinal) {
       CUdevice dev = 0;
@@ -94,10 +94,8 @@ class harness : public sc_module {
       sc_spawn([this, ap] { agent(*ap); }, sc_gen_unique_name(a.name.c_str()));
     }
   }
-  ~harness() override {
-    cuda::install_copy_executor(nullptr);
-    nv::nvidia_driver::install(nullptr);
-  }
+  // Every agent's CUDA calls come from one process of this OS.
+  kernel::os& os() { return m_os; }
 
   run_outcome outcome() const {
     run_outcome o;
@@ -343,10 +341,7 @@ class harness : public sc_module {
     auto cuda = [&](CUresult r, const char* what) {
       if (r != CUDA_SUCCESS) throw std::runtime_error(fmt::format("{} returned {}", what, int(r)));
     };
-    auto enter = [&] {
-      kernel::set_current_pid(litmus_pid);
-      cuCtxSetCurrent(m_ctx.at(a.context));
-    };
+    auto enter = [&] { cuCtxSetCurrent(m_ctx.at(a.context)); };
     for (const auto& o : a.program) {
       const placed* p = o.location.empty() ? nullptr : &m_loc.at(o.location);
       switch (o.kind) {
@@ -401,6 +396,7 @@ class harness : public sc_module {
   const litmus_spec& m_t;
   core::fabric_system& m_sys;
   nv::nvidia_driver m_driver;
+  kernel::os m_os;
   std::unique_ptr<core::copy_engine_executor> m_copies;
   std::map<std::string, int> m_ordinal;
   std::map<std::string, CUcontext> m_ctx;
@@ -414,13 +410,16 @@ class harness : public sc_module {
 }  // namespace
 
 run_outcome run_once(const litmus_spec& t, const topo::topology& topo,
-                     pcie::choice_source* choices) {
+                     const pcie::order_policy& order) {
   topo::address_map amap = topo::enumerate(topo);
-  core::fabric_system sys(topo, amap);
+  core::fabric_system sys(topo, amap, false, order);
   harness h("litmus", t, sys);
-  pcie::set_choice_source(choices);
-  sc_start();
-  pcie::set_choice_source(nullptr);
+  {
+    // The agents' threads all call CUDA as the one litmus process, so `current` stays it.
+    kernel::running_in in(h.os());
+    kernel::as_process as(litmus_pid);
+    sc_start();
+  }
   run_outcome o = h.outcome();
   o.simulated_ns = sc_time_stamp().to_seconds() * 1e9;
   return o;

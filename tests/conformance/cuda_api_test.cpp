@@ -175,14 +175,17 @@ TEST_CASE("CUDA driver API: each process has its own CUDA state and VA space", "
   world w;
   cuda_context();
   const CUdeviceptr mine = cuda_alloc(k64);
-  kernel::set_current_pid(2);
-  CUdeviceptr p = 0;
-  CHECK(cuMemAlloc(&p, k64) == CUDA_ERROR_NOT_INITIALIZED);  // process 1's cuInit is not its
-  cuda_context();
-  const CUdeviceptr theirs = cuda_alloc(k64), second = cuda_alloc(k64);
-  CHECK(theirs == mine);  // separate VA spaces: the same address is two buffers
-  const unsigned long long their_id = buffer_id(theirs);
-  kernel::set_current_pid(1);
+  CUdeviceptr theirs = 0, second = 0;
+  unsigned long long their_id = 0;
+  {
+    kernel::as_process other(2);
+    CUdeviceptr p = 0;
+    CHECK(cuMemAlloc(&p, k64) == CUDA_ERROR_NOT_INITIALIZED);  // process 1's cuInit is not its
+    cuda_context();
+    theirs = cuda_alloc(k64), second = cuda_alloc(k64);
+    CHECK(theirs == mine);  // separate VA spaces: the same address is two buffers
+    their_id = buffer_id(theirs);
+  }
   CHECK(buffer_id(mine) != their_id);
   unsigned long long id = 0;
   CHECK(attribute(id, CU_POINTER_ATTRIBUTE_BUFFER_ID, second) == CUDA_ERROR_INVALID_VALUE);

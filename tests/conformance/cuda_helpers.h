@@ -56,7 +56,7 @@ inline CUDA_POINTER_ATTRIBUTE_P2P_TOKENS tokens(CUdeviceptr p) {
 struct recording_executor : cuda::copy_executor {
   std::vector<cuda::copy_request> copies;
   std::vector<cuda::sync_request> syncs;
-  cuda::instant_copy_executor instant;
+  cuda::instant_copy_executor instant{kernel::current_os().nvidia()};  // of the world made first
   void copy(const cuda::copy_request& r) override {
     copies.push_back(r);
     instant.copy(r);
@@ -64,10 +64,10 @@ struct recording_executor : cuda::copy_executor {
   void synchronize(const cuda::sync_request& r) override { syncs.push_back(r); }
 };
 
-// Installs an executor for a scope.
+// Sets the current OS's copy executor for a scope.
 struct executor_scope {
-  explicit executor_scope(cuda::copy_executor& e) { cuda::install_copy_executor(&e); }
-  ~executor_scope() { cuda::install_copy_executor(nullptr); }
+  explicit executor_scope(cuda::copy_executor& e) { kernel::current_os().set_copy_executor(&e); }
+  ~executor_scope() { kernel::current_os().set_copy_executor(nullptr); }
 };
 
 // A free callback that does what the guide says (6.4): free the page table.

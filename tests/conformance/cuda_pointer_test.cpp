@@ -179,11 +179,13 @@ TEST_CASE("GPUDirect RDMA 13.3 7.2: a host pointer gives CUDA_ERROR_INVALID_VALU
   world w;
   cuda_context();
   const CUdeviceptr mine = cuda_alloc(k64);
-  kernel::set_current_pid(2);
-  cuda_context();
-  const CUdeviceptr foreign = cuda_alloc(k64) + k64;  // not allocated in process 1
-  (void)cuda_alloc(k64);
-  kernel::set_current_pid(1);
+  CUdeviceptr foreign = 0;
+  {
+    kernel::as_process other(2);
+    cuda_context();
+    foreign = cuda_alloc(k64) + k64;  // not allocated in process 1
+    (void)cuda_alloc(k64);
+  }
   int on_stack = 0;
   std::vector<char> on_heap(64);
   unsigned long long id = 0;

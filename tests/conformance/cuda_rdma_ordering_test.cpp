@@ -19,9 +19,14 @@ namespace {
 
 // Every kernel read of a pending sector: not yet visible.
 struct never_visible {
+  world& w;
   pcie::replay_choices choices{std::vector<size_t>(64, 1)};
-  never_visible() { pcie::set_choice_source(&choices); }
-  ~never_visible() { pcie::set_choice_source(nullptr); }
+  explicit never_visible(world& in) : w(in) { set(&choices); }
+  ~never_visible() { set(nullptr); }
+  void set(pcie::choice_source* c) {
+    for (int g = 0; g < w.driver().gpu_count(); ++g)
+      if (gpu::rdma_visibility* v = w.visibility(g)) v->set_choices(c);
+  }
 };
 
 world_config ordered(writes_ordering o, int n = 1) {
@@ -153,7 +158,7 @@ TEST_CASE(
   world w(ordered(writes_ordering::none));
   cuda_context();
   const CUdeviceptr p = cuda_alloc(k64);
-  never_visible hidden;
+  never_visible hidden(w);
   rdma_write(w, 0, p, 7);
   CHECK_FALSE(kernel_sees(w, 0, p, 7, consumer::owner));  // a concurrently running kernel
   CHECK(kernel_sees(w, 0, p, 0, consumer::owner));        // sees the old bytes
@@ -177,7 +182,7 @@ TEST_CASE(
   const CUdeviceptr p = cuda_alloc(k64), q = cuda_alloc(k64);
   CUstream s = nullptr;
   REQUIRE(cuStreamCreate(&s, 0) == CUDA_SUCCESS);
-  never_visible hidden;
+  never_visible hidden(w);
   rdma_write(w, 0, p, 3);
   REQUIRE_FALSE(kernel_sees(w, 0, p, 3, consumer::owner));
   REQUIRE_FALSE(kernel_sees(w, 0, p, 3, consumer::peer));
@@ -214,7 +219,7 @@ TEST_CASE("GPUDirect RDMA 13.3 5.7: a copy between two GPUs orders RDMA writes o
   cuda_context(1);
   const CUdeviceptr b = cuda_alloc(k64);
   cuda_context(2);  // current: a third GPU's context issues the copy
-  never_visible hidden;
+  never_visible hidden(w);
   rdma_write(w, 0, a, 1);
   rdma_write(w, 1, b, 2);
   REQUIRE(cuMemcpyDtoD(a + 128, b + 128, 64) == CUDA_SUCCESS);
@@ -234,7 +239,7 @@ TEST_CASE("CUDA driver API: cuFlushGPUDirectRDMAWrites makes landed writes visib
     world w(ordered(writes_ordering::none));
     cuda_context();
     const CUdeviceptr p = cuda_alloc(k64);
-    never_visible hidden;
+    never_visible hidden(w);
     rdma_write(w, 0, p, 6);
     REQUIRE(cuFlushGPUDirectRDMAWrites(target, CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER) ==
             CUDA_SUCCESS);
@@ -250,7 +255,7 @@ TEST_CASE("CUDA driver API: cuFlushGPUDirectRDMAWrites makes landed writes visib
     world w(ordered(writes_ordering::owner));
     cuda_context();
     const CUdeviceptr p = cuda_alloc(k64);
-    never_visible hidden;
+    never_visible hidden(w);
     rdma_write(w, 0, p, 6);
     CHECK(kernel_sees(w, 0, p, 6, consumer::owner));
     REQUIRE(cuFlushGPUDirectRDMAWrites(target, CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER) ==
@@ -265,7 +270,7 @@ TEST_CASE("CUDA driver API: cuFlushGPUDirectRDMAWrites makes landed writes visib
     world w(ordered(writes_ordering::all_devices));
     cuda_context();
     const CUdeviceptr p = cuda_alloc(k64);
-    never_visible hidden;
+    never_visible hidden(w);
     rdma_write(w, 0, p, 6);
     CHECK(w.visibility(0)->pending() == 0);
     CHECK(kernel_sees(w, 0, p, 6, consumer::peer));
@@ -278,7 +283,7 @@ TEST_CASE("CUDA driver API: cuFlushGPUDirectRDMAWrites makes landed writes visib
     const CUdeviceptr a = cuda_alloc(k64);
     cuda_context(1);
     const CUdeviceptr b = cuda_alloc(k64);
-    never_visible hidden;
+    never_visible hidden(w);
     rdma_write(w, 0, a, 1);
     rdma_write(w, 1, b, 2);
     REQUIRE(cuFlushGPUDirectRDMAWrites(target, CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES) ==

@@ -70,17 +70,23 @@ class world {
       if (r.visibility) r.visibility->set_kernels_observe(true);  // the tests play the kernel
       m_driver->add_gpu(r);
     }
-    nv::nvidia_driver::install(m_driver.get());
-    kernel::set_current_pid(c.pid);
+    m_os = std::make_unique<kernel::os>(*m_driver);
+    m_in.emplace(*m_os);
+    m_as.emplace(c.pid);
   }
   ~world() {
-    m_driver.reset();  // uninstalls itself; before the BAR1 tables and VRAM it points into
-    kernel::set_current_pid(0);
+    // Unbound and gone before the driver, and the driver before the BAR1 tables and VRAM it
+    // points into.
+    m_as.reset();
+    m_in.reset();
+    m_os.reset();
+    m_driver.reset();
   }
   world(const world&) = delete;
   world& operator=(const world&) = delete;
 
   nv::nvidia_driver& driver() { return *m_driver; }
+  kernel::os& os() { return *m_os; }
   gpu::bar1_page_table& bar1(int gpu) { return *m_bar1.at(gpu); }
   memory::backing_store& vram(int gpu) { return *m_vram.at(gpu); }
   gpu::rdma_visibility* visibility(int gpu) { return m_visibility.at(gpu).get(); }
@@ -93,6 +99,9 @@ class world {
   std::vector<std::unique_ptr<memory::backing_store>> m_vram;
   std::vector<std::unique_ptr<gpu::rdma_visibility>> m_visibility;  // over m_vram
   std::unique_ptr<nv::nvidia_driver> m_driver;
+  std::unique_ptr<kernel::os> m_os;  // over m_driver, bound for the world's life
+  std::optional<kernel::running_in> m_in;
+  std::optional<kernel::as_process> m_as;
 };
 
 }  // namespace p2psim::test

@@ -3,14 +3,12 @@
 // completions of one request stay in address order and every byte arrives.
 #include <catch2/catch.hpp>
 
-#include "models/pcie/choices.h"
+#include "models/pcie/order_policy.h"
 #include "tests/models/harness.h"
 
 TEST_CASE("explored orders keep every byte intact", "[ordering][explore]") {
   p2psim::pcie::seeded_choices choices(7);
-  p2psim::pcie::set_choice_source(&choices);
-  auto r = p2psim::test::run_scenario("tests/data/models/every_path.yaml");
-  p2psim::pcie::set_choice_source(nullptr);
+  auto r = p2psim::test::run_scenario("tests/data/models/every_path.yaml", {}, {{}, &choices});
   INFO(choices.picks() << " Y/N decisions");
   CHECK(choices.picks() > 0);  // the fabric did meet Y/N choices
   for (const auto& b : r.bandwidth) {

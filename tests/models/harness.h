@@ -19,7 +19,8 @@ inline std::string data(const std::string& rel) {
 }
 
 inline core::run_result run_scenario(const std::string& scenario_path,
-                                     const std::vector<std::string>& sets = {}) {
+                                     const std::vector<std::string>& sets = {},
+                                     const pcie::order_policy& order = {}) {
   std::vector<config::override_spec> topo_sets, scen_sets;
   for (const auto& s : sets) {
     auto spec = config::parse_override(s);
@@ -31,7 +32,7 @@ inline core::run_result run_scenario(const std::string& scenario_path,
   opt.overrides = topo_sets;
   topo::topology t = topo::load_topology(sc.topologies.at(0), opt);
   topo::address_map m = topo::enumerate(t);
-  return core::run_topology(sc, t, m);
+  return core::run_topology(sc, t, m, order);
 }
 
 inline const core::bandwidth_result& transfer(const core::run_result& r, const std::string& name) {

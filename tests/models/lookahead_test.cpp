@@ -46,6 +46,7 @@ tlm::tlm_generic_payload& tlp(pcie::tlp_type type, uint32_t length, uint16_t req
 // A root complex (latency 150 ns) with a device on its root port (a 5 ns link) and another
 // socket across the interconnect (50 ns), which promises about its completions as told.
 struct socket_rig {
+  pcie::order_policy order;  // all rules, in order
   transport::stream_log log;
   root_complex::root_complex rc;
   endpoint device, remote;
@@ -55,8 +56,8 @@ struct socket_rig {
       : rc("rc", params(), log),
         device("device"),
         remote("remote", true, remote_promises),
-        device_link("device_link", link::pcie_link_params{}),
-        upi("upi", link::qpi_link_params{20, 50, 16}) {
+        device_link("device_link", link::pcie_link_params{}, order),
+        upi("upi", link::qpi_link_params{20, 50, 16}, order) {
     device_link.connect(rc.root_port(0), device.port);
     upi.connect(rc.interconnect_port(0), remote.port);
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
@@ -75,6 +76,7 @@ struct socket_rig {
 
 // A cut-through switch (latency 110 ns) between a host above and a device below (5 ns links).
 struct switch_rig {
+  pcie::order_policy order;
   pcie_switch::pcie_switch sw;
   endpoint host, device;
   link::pcie_link up, down;
@@ -82,8 +84,8 @@ struct switch_rig {
       : sw("sw", pcie_switch::switch_params{1, 110, true, false, 0}),
         host("host"),
         device("device"),
-        up("up", link::pcie_link_params{}),
-        down("down", link::pcie_link_params{}) {
+        up("up", link::pcie_link_params{}, order),
+        down("down", link::pcie_link_params{}, order) {
     up.connect(host.port, sw.upstream());
     down.connect(sw.downstream(0), device.port);
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
@@ -192,7 +194,8 @@ TEST_CASE("a root complex promises nothing sooner than a TLP held for a page wal
 
 TEST_CASE("a link refuses a TLP its sender promised would not come", "[lookahead]") {
   endpoint sender("sender", true, true), receiver("receiver");
-  link::pcie_link l("l", link::pcie_link_params{});
+  pcie::order_policy order;
+  link::pcie_link l("l", link::pcie_link_params{}, order);
   l.connect(sender.port, receiver.port);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   // Ready only in 100 ns, on an idle link: it is scheduled to start then, on the promise.

@@ -19,13 +19,15 @@ using gpu::writes_ordering;
 
 namespace {
 
-// Installs a replay source for a scope: the scripted choices, then 0 (visible).
+// Gives `v` a replay source for a scope: the scripted choices, then 0 (visible).
 struct scripted {
+  rdma_visibility& v;
   pcie::replay_choices choices;
-  explicit scripted(std::vector<size_t> script = {}) : choices(std::move(script)) {
-    pcie::set_choice_source(&choices);
+  scripted(rdma_visibility& model, std::vector<size_t> script)
+      : v(model), choices(std::move(script)) {
+    v.set_choices(&choices);
   }
-  ~scripted() { pcie::set_choice_source(nullptr); }
+  ~scripted() { v.set_choices(nullptr); }
   size_t made() const { return choices.taken().size(); }
 };
 
@@ -69,7 +71,7 @@ TEST_CASE("rdma visibility: a kernel may read stale data while BAR1 sees the wri
   vram.write(0, bytes(8, 1));
   rdma_visibility v(vram, writes_ordering::none);
   v.set_kernels_observe(true);
-  scripted s({1});
+  scripted s(v, {1});
   land(v, vram, 0, bytes(8, 2));
   CHECK(kread(v, 0, 8, consumer::owner) == bytes(8, 1));  // the before-image
   std::vector<uint8_t> bar1(8);
@@ -84,7 +86,7 @@ TEST_CASE("rdma visibility: a kernel may see one sector of a 64 B write and not 
   memory::backing_store vram(1 << 20);
   rdma_visibility v(vram, writes_ordering::owner);
   v.set_kernels_observe(true);
-  scripted s({0, 1, 1});  // the first sector visible, the second not yet
+  scripted s(v, {0, 1, 1});  // the first sector visible, the second not yet
   land(v, vram, 64, bytes(64, 9));
   std::vector<uint8_t> want = bytes(64, 0);
   std::fill_n(want.begin(), 32, 9);
@@ -109,12 +111,12 @@ TEST_CASE("rdma visibility: a later write may be visible while an earlier one is
   SECTION("in different sectors: data then flag") {
     land(v, vram, 0, bytes(32, 0xd));  // the payload
     land(v, vram, 64, bytes(4, 1));    // then the flag
-    scripted s({0, 1});                // the flag seen, the payload not
+    scripted s(v, {0, 1});             // the flag seen, the payload not
     CHECK(kread(v, 64, 4, consumer::owner) == bytes(4, 1));
     CHECK(kread(v, 0, 32, consumer::owner) == bytes(32, 0));
   }
   SECTION("in one sector") {
-    scripted s({1, 0});
+    scripted s(v, {1, 0});
     land(v, vram, 0, bytes(4, 0xa));
     CHECK(kread(v, 0, 8, consumer::owner) == bytes(8, 0));  // the earlier write: not yet
     land(v, vram, 4, bytes(4, 0xb));
@@ -129,7 +131,7 @@ TEST_CASE("rdma visibility: a kernel sees the newest visible write or the oldest
   memory::backing_store vram(1 << 20);
   rdma_visibility v(vram, writes_ordering::none);
   v.set_kernels_observe(true);
-  scripted s({1, 0, 1});
+  scripted s(v, {1, 0, 1});
   land(v, vram, 0, {1});
   CHECK(kread(v, 0, 1, consumer::owner) == std::vector<uint8_t>{0});  // 1: hidden
   land(v, vram, 0, {2});
@@ -140,7 +142,7 @@ TEST_CASE("rdma visibility: a kernel sees the newest visible write or the oldest
   land(v, vram, 8, {4});
   land(v, vram, 8, {5});
   land(v, vram, 8, {6});
-  scripted all_hidden({1});
+  scripted all_hidden(v, {1});
   CHECK(kread(v, 8, 1, consumer::peer) == std::vector<uint8_t>{0});
 }
 
@@ -149,7 +151,7 @@ TEST_CASE("rdma visibility: once visible a write stays visible", "[gpu][visibili
   rdma_visibility v(vram, writes_ordering::none);
   v.set_kernels_observe(true);
   land(v, vram, 0, bytes(16, 4));
-  scripted s({0, 1, 1, 1});
+  scripted s(v, {0, 1, 1, 1});
   CHECK(kread(v, 0, 16, consumer::owner) == bytes(16, 4));
   for (int i = 0; i < 3; ++i) CHECK(kread(v, 0, 16, consumer::owner) == bytes(16, 4));
   CHECK(s.made() == 1);
@@ -161,7 +163,7 @@ TEST_CASE("rdma visibility: each sector is decided once per consumer", "[gpu][vi
   rdma_visibility v(vram, writes_ordering::none);
   v.set_kernels_observe(true);
   land(v, vram, 0, bytes(64, 8));
-  scripted s({1, 1, 0});
+  scripted s(v, {1, 1, 0});
   for (int i = 0; i < 5; ++i) CHECK(kread(v, 0, 4, consumer::owner) == bytes(4, 0));  // polling
   CHECK(s.made() == 1);
   CHECK(kread(v, 0, 64, consumer::owner) == bytes(64, 0));  // one more: sector 1
@@ -176,7 +178,7 @@ TEST_CASE("rdma visibility: cpu_sync and flush cover only writes landed before t
   memory::backing_store vram(1 << 20);
   rdma_visibility v(vram, writes_ordering::none);
   v.set_kernels_observe(true);
-  scripted s({1, 1, 1, 1, 1, 1});
+  scripted s(v, {1, 1, 1, 1, 1, 1});
 
   SECTION("cpu_sync") {
     land(v, vram, 0, bytes(4, 1));
@@ -216,7 +218,7 @@ TEST_CASE("rdma visibility: the ordering attribute and the flush scope name who 
     memory::backing_store vram(1 << 20);
     rdma_visibility v(vram, r.ordering);
     v.set_kernels_observe(true);
-    scripted s({1, 1, 1, 1, 1, 1, 1, 1});
+    scripted s(v, {1, 1, 1, 1, 1, 1, 1, 1});
     auto stale = [&](uint64_t at, consumer c) { return kread(v, at, 4, c) != bytes(4, 1); };
     for (uint64_t at : {0, 32, 64}) land(v, vram, at, bytes(4, 1));
     CHECK(stale(0, consumer::owner) == r.owner_stale);
@@ -237,7 +239,7 @@ TEST_CASE("rdma visibility: a kernel's own store supersedes pending writes", "[g
   memory::backing_store vram(1 << 20);
   rdma_visibility v(vram, writes_ordering::none);
   v.set_kernels_observe(true);
-  scripted s({1, 1});
+  scripted s(v, {1, 1});
   land(v, vram, 0, bytes(8, 1));
   CHECK(kread(v, 0, 8, consumer::owner) == bytes(8, 0));
   v.kernel_write(0, bytes(4, 9));

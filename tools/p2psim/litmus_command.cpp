@@ -90,7 +90,8 @@ int litmus_command(const litmus_args& a) {
     return 0;
   }
   if (a.paths.empty()) throw config::error({}, "paths", "name at least one litmus file or folder");
-  if (!a.mutate.empty()) {
+  litmus::explore_options opt;
+  if (!a.mutate.empty()) {  // every run's fabric is built with this rule off
     auto rule = pcie::ordering_rule_by_name(a.mutate);
     if (!rule) {
       std::string names;
@@ -99,9 +100,8 @@ int litmus_command(const litmus_args& a) {
       throw config::error({"--mutate " + a.mutate, 0, 0}, "",
                           "no ordering rule named '" + a.mutate + "' (one of: " + names + ")");
     }
-    pcie::active_ordering_rules().disable(*rule);
+    opt.rules.disable(*rule);
   }
-  litmus::explore_options opt;
   opt.runs = a.runs;
   opt.seed = a.seed;
   const auto files = expand(a.paths);

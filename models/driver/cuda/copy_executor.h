@@ -67,14 +67,15 @@ class copy_executor {
   virtual void synchronize(const sync_request& r) { (void)r; }
 };
 
-// Copies at once on the VRAM backing stores of the installed driver's GPUs.
+// Copies at once on the VRAM backing stores of the driver's GPUs. What an OS's CUDA copies
+// use unless another executor is set (kernel::os::set_copy_executor).
 class instant_copy_executor final : public copy_executor {
  public:
+  explicit instant_copy_executor(nv::nvidia_driver& d) : m_driver(d) {}
   void copy(const copy_request& r) override;
-};
 
-// The executor the CUDA API uses; nullptr restores the instant one. Not owned.
-void install_copy_executor(copy_executor* e);
-copy_executor& installed_copy_executor();
+ private:
+  nv::nvidia_driver& m_driver;
+};
 
 }  // namespace p2psim::cuda

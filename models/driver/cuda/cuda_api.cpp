@@ -12,22 +12,12 @@
 namespace p2psim::cuda::detail {
 
 nv::nvidia_driver* installed_driver() {
-  try {
-    return &nv::nvidia_driver::instance();
-  } catch (const std::logic_error&) {
-    return nullptr;
-  }
+  kernel::os* o = kernel::bound_os();
+  return o ? &o->nvidia() : nullptr;
 }
 
 state& global() {
-  static state s;
-  nv::nvidia_driver* d = installed_driver();
-  const uint64_t serial = d ? d->serial() : 0;
-  if (serial != s.driver_serial) {
-    s = state{};
-    s.driver_serial = serial;
-  }
-  return s;
+  return kernel::current_os().cuda_state();
 }
 
 process_state& me() {
@@ -60,7 +50,7 @@ CUctx_st* context_of(int id) {
 }
 
 void synchronize_context(CUctx_st* ctx) {
-  installed_copy_executor().synchronize({kernel::current_pid(), ctx, nullptr, true});
+  kernel::current_os().copies().synchronize({kernel::current_pid(), ctx, nullptr, true});
 }
 
 gpu::rdma_visibility* visibility_of(int ordinal) {

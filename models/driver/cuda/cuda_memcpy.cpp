@@ -9,20 +9,8 @@
 
 namespace p2psim::cuda {
 
-namespace {
-instant_copy_executor g_instant;
-copy_executor* g_executor = &g_instant;
-}  // namespace
-
-void install_copy_executor(copy_executor* e) {
-  g_executor = e ? e : &g_instant;
-}
-copy_executor& installed_copy_executor() {
-  return *g_executor;
-}
-
 void instant_copy_executor::copy(const copy_request& r) {
-  auto& d = nv::nvidia_driver::instance();
+  auto& d = m_driver;
   auto* hsrc = static_cast<const uint8_t*>(r.host_src);
   auto* hdst = static_cast<uint8_t*>(r.host_dst);
   std::vector<uint8_t> bounce;
@@ -129,7 +117,7 @@ CUresult issue(copy_kind kind, CUdeviceptr dst_va, void* host_dst, CUdeviceptr s
   rdma_sync(c->device);
   for (int g : {r.src_gpu, r.dst_gpu})
     if (g >= 0 && g != c->device) rdma_sync(g);
-  installed_copy_executor().copy(r);
+  p2psim::kernel::current_os().copies().copy(r);
   return CUDA_SUCCESS;
 }
 
@@ -194,7 +182,8 @@ CUresult cuStreamSynchronize(CUstream hStream) {
   } else if (!(c = current_context())) {  // the NULL stream of the current context
     return CUDA_ERROR_INVALID_CONTEXT;
   }
-  installed_copy_executor().synchronize({p2psim::kernel::current_pid(), c, hStream, false});
+  p2psim::kernel::current_os().copies().synchronize(
+      {p2psim::kernel::current_pid(), c, hStream, false});
   rdma_sync(c->device);
   return CUDA_SUCCESS;
 }

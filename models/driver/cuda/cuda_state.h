@@ -36,17 +36,16 @@ struct process_state {
   CUctx_st* current() const { return stack.empty() ? nullptr : stack.back(); }
 };
 
+// The CUDA user space of one simulated OS's processes (kernel::os owns it).
 struct state {
-  uint64_t driver_serial = 0;  // whose processes these are (0: no driver installed)
   std::map<kernel::pid_t, process_state> processes;
   std::vector<std::unique_ptr<CUctx_st>> contexts;
   std::vector<std::unique_ptr<CUstream_st>> streams;
 };
 
-// The installed driver, or nullptr.
+// The NVIDIA driver of the OS the caller runs in, or nullptr when none is bound.
 nv::nvidia_driver* installed_driver();
-// The state for the installed driver: starts empty whenever another driver is installed, so a
-// new simulation (or test) never sees the processes of the previous one.
+// The CUDA state of the OS the caller runs in (one must be bound).
 state& global();
 // The calling process (kernel::current_pid()).
 process_state& me();

@@ -8,8 +8,6 @@
 namespace p2psim::nv {
 
 namespace {
-nvidia_driver* g_driver = nullptr;
-uint64_t g_serial = 0;  // instances created so far
 uint64_t round_up(uint64_t v, uint64_t a) {
   return (v + a - 1) / a * a;
 }
@@ -19,19 +17,8 @@ uint64_t round_down(uint64_t va) {
 }
 }  // namespace
 
-nvidia_driver& nvidia_driver::instance() {
-  if (!g_driver) throw std::logic_error("no NVIDIA driver model installed in this process");
-  return *g_driver;
-}
-void nvidia_driver::install(nvidia_driver* d) {
-  g_driver = d;
-}
-
-nvidia_driver::nvidia_driver(const driver_config& c)
-    : m_config(c), m_serial(++g_serial), m_rng(c.seed) {}
-nvidia_driver::~nvidia_driver() {
-  if (g_driver == this) g_driver = nullptr;
-}
+nvidia_driver::nvidia_driver(const driver_config& c) : m_config(c), m_rng(c.seed) {}
+nvidia_driver::~nvidia_driver() = default;
 
 int nvidia_driver::add_gpu(const gpu_resources& g) {
   if (!g.bar1 || !g.vram) throw std::invalid_argument("a GPU needs its BAR1 table and VRAM");

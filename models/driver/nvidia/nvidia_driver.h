@@ -75,17 +75,10 @@ class nvidia_driver {
   nvidia_driver(const nvidia_driver&) = delete;
   nvidia_driver& operator=(const nvidia_driver&) = delete;
 
-  // The driver the nv-p2p.h and cuda.h entry points of this process talk to.
-  static nvidia_driver& instance();
-  static void install(nvidia_driver* d);
-
   int add_gpu(const gpu_resources& g);  // returns the device ordinal
   int gpu_count() const { return int(m_gpus.size()); }
   const gpu_resources& gpu(int ordinal) const { return m_gpus.at(ordinal).res; }
   const driver_config& config() const { return m_config; }
-  // Tells driver instances apart (a new one may take a destroyed one's address), so that
-  // user-space state kept per driver, such as the CUDA API model's, can see it is stale.
-  uint64_t serial() const { return m_serial; }
 
   // ---- processes, contexts, allocations (used by the CUDA API model) ----
   struct context {
@@ -204,7 +197,6 @@ class nvidia_driver {
   void end_pin(pin& p);  // BAR1, I/O mappings, frames and indexes go; the table is dead
 
   driver_config m_config;
-  uint64_t m_serial;
   std::vector<gpu_state> m_gpus;
   std::map<int, context> m_contexts;                      // live ones
   std::map<std::pair<uint64_t, uint32_t>, int> m_tokens;  // of live contexts
