@@ -46,7 +46,8 @@ void pcie_link::connect(pcie_port& upstream, pcie_port& downstream) {
   downstream.set_feed(*m_down);
 }
 
-qpi_link::qpi_link(sc_module_name name, const qpi_link_params& p) : sc_module(name), m_params(p) {
+interconnect_link::interconnect_link(sc_module_name name, const interconnect_link_params& p)
+    : sc_module(name), m_params(p) {
   channel_timing t;
   t.ps_per_byte = 1000.0 / p.bandwidth_gbs;
   t.latency_ps = uint64_t(p.latency_ns * 1000 + 0.5);
@@ -58,7 +59,7 @@ qpi_link::qpi_link(sc_module_name name, const qpi_link_params& p) : sc_module(na
   m_ba = std::make_unique<link_channel>("b_to_a", t, pcie::credit_limits{});
 }
 
-void qpi_link::connect(pcie_port& a, pcie_port& b) {
+void interconnect_link::connect(pcie_port& a, pcie_port& b) {
   a.tx.bind(m_ab->in);
   m_ab->out.bind(b.rx);
   b.tx.bind(m_ba->in);
