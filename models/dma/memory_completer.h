@@ -12,6 +12,7 @@
 #include <tlm>
 #include <vector>
 
+#include "models/dma/memory_timing.h"
 #include "models/memory/backing_store.h"
 #include "models/memory/throughput.h"
 #include "models/pcie/atomic_op.h"
@@ -20,13 +21,6 @@
 #include "models/tlm/stream_log.h"
 
 namespace p2psim::dma {
-
-struct memory_timing {
-  double latency_ns = 100;   // request in to first completion out
-  double bandwidth_gbs = 0;  // data path; 0 = unlimited
-  uint32_t cpl_bytes = 256;  // completion size (MPS, or 64 for RCB-split completers)
-  uint32_t rcb = 64;
-};
 
 class memory_completer {
  public:

@@ -9,6 +9,7 @@
 
 #include "models/dma/dma_requester.h"
 #include "models/dma/memory_completer.h"
+#include "models/dma_engine/engine_spec.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/window.h"
 #include "models/tlm/pcie_port.h"
@@ -16,11 +17,10 @@
 
 namespace p2psim::dma_engine {
 
-struct engine_params {
+// The declared settings and what elaboration decides.
+struct engine_params : engine_spec {
   uint16_t bdf = 0;
-  pcie::window bar0, bar2;  // bar2: on-board memory (local memory [0, bar2.size))
-  uint64_t local_memory_bytes = 1ull << 30;
-  double descriptor_latency_ns = 50;
+  pcie::window bar0, bar2;          // bar2: on-board memory (local memory [0, bar2.size))
   dma::memory_timing local;         // serving peers' accesses to BAR2
   dma::requester_params requester;  // MPS, MRRS, tags
 };

@@ -25,9 +25,9 @@ gpu::gpu(sc_module_name name, const gpu_params& p, transport::stream_log& log,
       m_vram(p.vram_bytes),
       m_visibility(m_vram, p.rdma_ordering, order.choices),
       m_regs(p.bar0.size),
-      m_bar1(p.bar1.size, p.bar1_reserved),
-      m_vram_port(m_vram, p.vram, p.bdf, log),
-      m_reg_port(m_regs, register_timing(p.vram), p.bdf, log),
+      m_bar1(p.bar1.size, p.bar1_reserved_bytes),
+      m_vram_port(m_vram, p.vram(), p.bdf, log),
+      m_reg_port(m_regs, register_timing(p.vram()), p.bdf, log),
       m_copy(port, m_vram, p.copy, log) {
   // Before a BAR1 write or AtomicOp changes VRAM, the visibility model keeps what kernels
   // may still see.

@@ -20,15 +20,13 @@
 
 namespace p2psim::gpu {
 
-struct gpu_params {
+// The declared settings and what elaboration decides.
+struct gpu_params : gpu_spec {
   uint16_t bdf = 0;
   pcie::window bar0, bar1;
-  uint64_t bar1_reserved = 32ull << 20;
-  uint64_t vram_bytes = 16ull << 30;
-  dma::memory_timing vram;     // BAR1 access: latency, bandwidth, completion size, RCB
-  dma::requester_params copy;  // the copy engine's MPS, MRRS, tags
-  // CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING: kernels that see BAR1 writes in order.
-  writes_ordering rdma_ordering = writes_ordering::owner;
+  uint32_t cpl_bytes = 256, rcb = 64;  // BAR1 read completions: the GPU's MPS and RCB
+  dma::requester_params copy;          // the copy engine's MPS, MRRS, tags
+  dma::memory_timing vram() const { return {vram_latency_ns, vram_bandwidth_gbs, cpl_bytes, rcb}; }
 };
 
 struct gpu_stats {

@@ -19,13 +19,12 @@
 #include <span>
 #include <vector>
 
+#include "models/gpu/gpu_spec.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/choices.h"
 
 namespace p2psim::gpu {
 
-// CUGPUDirectRDMAWritesOrdering's values; as a flush scope, CUflushGPUDirectRDMAWritesScope's.
-enum class writes_ordering { none = 0, owner = 100, all_devices = 200 };
 // A kernel on the GPU owning the memory, or on another GPU reading it (peer access).
 enum class consumer { owner, peer };
 

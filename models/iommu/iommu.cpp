@@ -6,13 +6,13 @@
 
 namespace p2psim::iommu {
 
-const char* to_string(mode m) {
+const char* to_string(iommu_mode m) {
   switch (m) {
-    case mode::off:
+    case iommu_mode::off:
       return "off";
-    case mode::passthrough:
+    case iommu_mode::passthrough:
       return "passthrough";
-    case mode::translating:
+    case iommu_mode::translating:
       return "translating";
   }
   return "?";

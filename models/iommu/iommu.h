@@ -10,18 +10,14 @@
 #include <optional>
 #include <unordered_map>
 
+#include "models/iommu/iommu_spec.h"
+
 namespace p2psim::iommu {
 
-enum class mode { off, passthrough, translating };
-const char* to_string(mode m);
-
-struct iommu_params {
-  mode what = mode::off;
-  uint64_t page_bytes = 4096;       // I/O page size: a power of two, at least 4 KiB
+// The declared settings and the IOVA range the platform leaves to the allocator.
+struct iommu_params : iommu_spec {
   uint64_t iova_base = 1ull << 32;  // where the IOVA allocator starts
   uint64_t iova_limit = 1ull << 48;
-  uint32_t iotlb_entries = 64;   // 0: no IOTLB (every access walks the tables)
-  double miss_latency_ns = 300;  // page walk on an IOTLB miss
 };
 
 struct translation {
@@ -41,7 +37,7 @@ class iommu_domain {
  public:
   // Throws std::invalid_argument for a page size that is not a power of two of at least 4 KiB.
   explicit iommu_domain(const iommu_params& p = {});
-  mode what() const { return m_params.what; }
+  iommu_mode mode() const { return m_params.mode; }
   const iommu_params& params() const { return m_params; }
   // Maps [phys, phys + bytes) at a fresh IOVA range (page granular; the offset of `phys`
   // within its page is kept). Off / pass-through: returns `phys` itself. nullopt when the
@@ -63,7 +59,7 @@ class iommu_domain {
     uint64_t phys_page;
     bool readable, writable;
   };
-  bool identity() const { return m_params.what != mode::translating; }
+  bool identity() const { return m_params.mode != iommu_mode::translating; }
   const extent* lookup(uint64_t page, uint64_t& first) const;
   bool covered(uint64_t first, uint64_t last) const;
   void split_at(uint64_t page);

@@ -2,7 +2,7 @@
 // the PCIe ordering table, the credits the far receiver advertised, and a serializer.
 // A TLP starts when the serializer is free, it is ready (its sender's latency has passed)
 // and the receiver has credits; it arrives one serialization time plus the propagation
-// latency later. Both directions of a pcie_link or qpi_link are link_channels.
+// latency later. Both directions of a pcie_link or interconnect_link are link_channels.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>

@@ -48,7 +48,8 @@ void pcie_link::connect(transport::pcie_port& upstream, transport::pcie_port& do
   downstream.set_feed(*m_down);
 }
 
-qpi_link::qpi_link(sc_module_name name, const qpi_link_params& p, const pcie::order_policy& order)
+interconnect_link::interconnect_link(sc_module_name name, const interconnect_link_params& p,
+                                     const pcie::order_policy& order)
     : sc_module(name), m_params(p) {
   channel_timing t;
   t.ps_per_byte = 1000.0 / p.bandwidth_gbs;
@@ -61,7 +62,7 @@ qpi_link::qpi_link(sc_module_name name, const qpi_link_params& p, const pcie::or
   m_ba = std::make_unique<link_channel>("b_to_a", t, pcie::credit_limits{}, order);
 }
 
-void qpi_link::connect(transport::pcie_port& a, transport::pcie_port& b) {
+void interconnect_link::connect(transport::pcie_port& a, transport::pcie_port& b) {
   a.tx.bind(m_ab->in);
   m_ab->out.bind(b.rx);
   b.tx.bind(m_ba->in);

@@ -8,18 +8,15 @@
 #include <systemc>
 
 #include "models/link/link_channel.h"
+#include "models/link/link_spec.h"
 #include "models/tlm/pcie_port.h"
 
 namespace p2psim::link {
 
-struct pcie_link_params {
-  int gen = 3;
-  int width = 16;
-  double latency_ns = 5;
-  bool ecrc = false;       // TLPs carry ECRC (+4 bytes each)
-  uint32_t mps = 256;      // selects the spec's DLLP-rate table column
-  uint32_t ack_limit = 0;  // 0: the spec's table value
-  uint32_t fc_limit = 0;
+// The declared settings (link_spec's `credits` are what a switch port advertises) and what
+// elaboration decides.
+struct pcie_link_params : link_spec {
+  uint32_t mps = 256;                // selects the spec's DLLP-rate table column
   pcie::credit_limits down_credits;  // what the downstream component's receiver advertises
   pcie::credit_limits up_credits;    // what the upstream component's receiver advertises
 };
@@ -50,22 +47,21 @@ class pcie_link : public sc_core::sc_module {
 // The socket interconnect (QPI / UPI / xGMI) between two root complexes, carrying TLPs
 // tunnelled in its own packets: bandwidth and latency per direction, a fixed overhead per
 // packet, no PCIe DLLPs.
-struct qpi_link_params {
-  double bandwidth_gbs = 20;
-  double latency_ns = 100;
+struct interconnect_link_params : interconnect_spec {
   uint32_t packet_overhead = 16;  // header flits per tunnelled TLP, bytes
 };
 
-class qpi_link : public sc_core::sc_module {
+class interconnect_link : public sc_core::sc_module {
  public:
-  qpi_link(sc_core::sc_module_name name, const qpi_link_params& p, const pcie::order_policy& order);
+  interconnect_link(sc_core::sc_module_name name, const interconnect_link_params& p,
+                    const pcie::order_policy& order);
   void connect(transport::pcie_port& a, transport::pcie_port& b);
   const link_channel& a_to_b() const { return *m_ab; }
   const link_channel& b_to_a() const { return *m_ba; }
-  const qpi_link_params& params() const { return m_params; }
+  const interconnect_link_params& params() const { return m_params; }
 
  private:
-  qpi_link_params m_params;
+  interconnect_link_params m_params;
   std::unique_ptr<link_channel> m_ab, m_ba;
 };
 

@@ -12,7 +12,7 @@
 
 namespace p2psim::root_complex {
 
-p2p_forwarder::p2p_forwarder(const forwarding_params& p, forward_ports& ports,
+p2p_forwarder::p2p_forwarder(const forwarding_spec& p, forward_ports& ports,
                              uint64_t base_latency_ps, uint16_t tag_base)
     : m_params(p),
       m_ports(ports),

@@ -22,20 +22,9 @@
 #include "models/memory/throughput.h"
 #include "models/pcie/tag_pool.h"
 #include "models/pcie/tlp.h"
+#include "models/root_complex/platform_spec.h"
 
 namespace p2psim::root_complex {
-
-struct p2p_policy {
-  bool routed = true;
-  double bandwidth_gbs = 0;  // 0: no cap
-  uint32_t outstanding = 0;  // reads only; 0: no limit
-};
-
-struct forwarding_params {
-  p2p_policy write, read;
-  uint32_t tlp_bytes = 0;  // 0: forward TLPs as they are
-  double latency_ns = 0;
-};
 
 // The interface the forwarder sends through (the root complex implements it).
 class forward_ports {
@@ -51,14 +40,14 @@ class p2p_forwarder {
  public:
   // Proxied reads use tags [tag_base, tag_base + proxy_tags) of the root complex's ID.
   static constexpr uint16_t proxy_tags = 512;
-  p2p_forwarder(const forwarding_params& p, forward_ports& ports, uint64_t base_latency_ps,
+  p2p_forwarder(const forwarding_spec& p, forward_ports& ports, uint64_t base_latency_ps,
                 uint16_t tag_base);
   // A request from port `in` for a peer behind port `out`.
   void forward(tlm::tlm_generic_payload& gp, int in, int out);
   // A completion addressed to the root complex itself: one of the proxied reads. Returns
   // false if it was not ours.
   bool completion(tlm::tlm_generic_payload& gp, int in);
-  const forwarding_params& params() const { return m_params; }
+  const forwarding_spec& params() const { return m_params; }
   uint64_t refused_requests() const { return m_refused; }
 
  private:
@@ -93,7 +82,7 @@ class p2p_forwarder {
   uint64_t next_stop(const proxied_read& r, uint32_t& requests) const;
   void finish_if_done(proxied_read* r);
 
-  forwarding_params m_params;
+  forwarding_spec m_params;
   forward_ports& m_ports;
   uint64_t m_latency_ps;
   memory::throughput m_write_cap, m_read_cap;

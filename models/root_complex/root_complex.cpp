@@ -17,14 +17,15 @@ root_complex::root_complex(sc_module_name name, const rc_params& p, transport::s
       m_params(p),
       m_log(log),
       m_memory(p.memory.size),
-      m_memory_port(m_memory, p.memory_timing, p.bdf, log),
-      m_p2p(p.p2p, *this, pcie::ns_to_ps(p.latency_ns), 0),
-      m_remote_p2p(p.remote_p2p, *this, pcie::ns_to_ps(p.latency_ns), p2p_forwarder::proxy_tags),
+      m_memory_port(m_memory, p.platform.memory, p.bdf, log),
+      m_p2p(p.platform.p2p, *this, pcie::ns_to_ps(p.platform.rc_latency_ns), 0),
+      m_remote_p2p(cross_socket_forwarding(p.platform), *this,
+                   pcie::ns_to_ps(p.platform.rc_latency_ns), p2p_forwarder::proxy_tags),
       m_iommu("iommu", p.root_ports,
               [this](int in, tlm::tlm_generic_payload& gp, bool blocked) {
                 dispatch(in, gp, blocked);
               }),
-      m_latency_ps(pcie::ns_to_ps(p.latency_ns)) {
+      m_latency_ps(pcie::ns_to_ps(p.platform.rc_latency_ns)) {
   for (int i = 0; i < p.root_ports + p.interconnect_ports; ++i) {
     std::string n =
         i < p.root_ports ? "rp" + std::to_string(i) : "qpi" + std::to_string(i - p.root_ports);

@@ -22,12 +22,9 @@
 namespace p2psim::root_complex {
 
 struct rc_params {
-  uint16_t bdf = 0;     // the root complex's own requester / completer ID
-  pcie::window memory;  // local DRAM in the physical address map
-  dma::memory_timing memory_timing;
-  double latency_ns = 100;       // port to port, port to memory controller
-  forwarding_params p2p;         // between root ports of this socket
-  forwarding_params remote_p2p;  // device requests for a peer on another socket
+  uint16_t bdf = 0;        // the root complex's own requester / completer ID
+  pcie::window memory;     // local DRAM in the physical address map
+  platform_spec platform;  // latency, memory timing, P2P forwarding of the CPU family
   int root_ports = 1;
   int interconnect_ports = 0;
 };

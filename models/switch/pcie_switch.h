@@ -14,15 +14,14 @@
 #include "models/pcie/fifo.h"
 #include "models/pcie/route_table.h"
 #include "models/pcie/tlp.h"
+#include "models/switch/switch_spec.h"
 #include "models/tlm/pcie_port.h"
 
 namespace p2psim::pcie_switch {
 
-struct switch_params {
+// The declared settings and what elaboration decides.
+struct switch_params : switch_spec {
   int downstream_ports = 2;
-  double latency_ns = 110;  // header in to header out
-  bool cut_through = true;  // false: store-and-forward (the tail must be in first)
-  bool acs_redirect = false;
   uint16_t bdf = 0;  // ID of the upstream port, for the completions it originates
 };
 

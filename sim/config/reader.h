@@ -88,6 +88,9 @@ class node_reader {
   std::string choice(const std::string& key, std::initializer_list<const char*> allowed) const;
   std::string choice(const std::string& key, std::initializer_list<const char*> allowed,
                      const std::string& def) const;
+  std::string choice(const std::string& key, const std::vector<std::string>& allowed) const;
+  std::string choice(const std::string& key, const std::vector<std::string>& allowed,
+                     const std::string& def) const;
 
   // The raw value (consumes the key), for shapes the getters do not cover.
   YAML::Node raw(const std::string& key) const;

@@ -128,17 +128,27 @@ std::optional<uint64_t> node_reader::optional_address(const std::string& key) co
 }
 
 std::string node_reader::choice(const std::string& key,
-                                std::initializer_list<const char*> allowed) const {
+                                const std::vector<std::string>& allowed) const {
   std::string expected = fmt::format("one of: {}", join(allowed));
   std::string text = scalar(required(key), expected.c_str());
-  for (const char* a : allowed)
+  for (const auto& a : allowed)
     if (text == a) return text;
   fail(key, fmt::format("expected {}, got '{}'", expected, text));
 }
 
-std::string node_reader::choice(const std::string& key, std::initializer_list<const char*> allowed,
+std::string node_reader::choice(const std::string& key, const std::vector<std::string>& allowed,
                                 const std::string& def) const {
   return has(key) ? choice(key, allowed) : def;
+}
+
+std::string node_reader::choice(const std::string& key,
+                                std::initializer_list<const char*> allowed) const {
+  return choice(key, std::vector<std::string>(allowed.begin(), allowed.end()));
+}
+
+std::string node_reader::choice(const std::string& key, std::initializer_list<const char*> allowed,
+                                const std::string& def) const {
+  return choice(key, std::vector<std::string>(allowed.begin(), allowed.end()), def);
 }
 
 }  // namespace p2psim::config

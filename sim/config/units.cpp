@@ -274,6 +274,21 @@ std::string format_size(uint64_t bytes) {
   return fmt::format("{}B", bytes);
 }
 
+std::string format_time_ns(double ns) {
+  if (ns == 0) return "0";
+  // The shortest text that reads back as the same double, in the largest unit that keeps it
+  // a round number where one exists.
+  if (ns >= 1e6 && std::fmod(ns, 1e6) == 0) return fmt::format("{}ms", ns / 1e6);
+  if (ns >= 1e3 && std::fmod(ns, 1e3) == 0) return fmt::format("{}us", ns / 1e3);
+  if (ns < 1) return fmt::format("{}ps", ns * 1e3);
+  return fmt::format("{}ns", ns);
+}
+
+std::string format_bandwidth_gbs(double gbs) {
+  if (gbs == 0) return "0";
+  return fmt::format("{}GB/s", gbs);
+}
+
 std::string format_address(uint64_t address) {
   std::string hex = fmt::format("{:x}", address);
   std::string out;

@@ -34,4 +34,10 @@ std::string format_size(uint64_t bytes);
 // "0x4000_0000_0000": hexadecimal with '_' every four digits, for reports.
 std::string format_address(uint64_t address);
 
+// "110ns", "1.5us", "500ps", "0": text parse_time_ns reads back as the same value.
+std::string format_time_ns(double ns);
+
+// "900GB/s", "0": text parse_bandwidth_gbs reads back as the same value.
+std::string format_bandwidth_gbs(double gbs);
+
 }  // namespace p2psim::config

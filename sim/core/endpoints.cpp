@@ -48,7 +48,7 @@ target_region::target_region(fabric_system& sys, const std::string& name, uint64
   } else {
     throw std::logic_error("unknown target " + name);
   }
-  if (o.iommu && o.iommu->what() == iommu::mode::translating && o.iommu_map) {
+  if (o.iommu && o.iommu->mode() == iommu::iommu_mode::translating && o.iommu_map) {
     auto iova = o.iommu->map(m_bus, bytes, !o.device_writes, o.device_writes);
     if (!iova) {
       if (m_gpu) m_gpu->bar1().unmap(m_first_page, m_pages);
@@ -69,8 +69,8 @@ uint64_t target_capacity(const topo::topology& t, const topo::address_map&,
                          const std::string& name) {
   if (const auto* d = t.find_device(name)) {
     if (d->type == topo::device_type::gpu)
-      return std::min(d->bar1_bytes - d->bar1_reserved_bytes, d->vram_bytes);
-    return d->bar2_bytes;
+      return std::min(d->gpu.bar1_bytes - d->gpu.bar1_reserved_bytes, d->gpu.vram_bytes);
+    return d->engine.bar2_bytes;
   }
   if (const auto* s = t.find_socket(name)) return s->memory_bytes;
   return 0;
@@ -78,8 +78,9 @@ uint64_t target_capacity(const topo::topology& t, const topo::address_map&,
 
 uint64_t initiator_capacity(const topo::topology& t, const std::string& name) {
   if (const auto* d = t.find_device(name))
-    return d->type == topo::device_type::gpu ? d->vram_bytes
-                                             : std::max(d->local_memory_bytes, d->bar2_bytes);
+    return d->type == topo::device_type::gpu
+               ? d->gpu.vram_bytes
+               : std::max(d->engine.local_memory_bytes, d->engine.bar2_bytes);
   return 0;
 }
 

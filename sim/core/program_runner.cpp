@@ -45,8 +45,9 @@ program_runner::program_runner(sc_module_name n, fabric_system& sys, const progr
     m_peer_dev.name = p.peer->device;
     m_peer_dev.bdf = sys.addresses().devices.at(p.peer->device).bdf;
     m_peer_dev.iommu = sys.iommu_for(p.peer->device);
-    bool map = p.peer->dma_map == "true" || (p.peer->dma_map == "auto" && m_peer_dev.iommu &&
-                                             m_peer_dev.iommu->what() == iommu::mode::translating);
+    bool map =
+        p.peer->dma_map == "true" || (p.peer->dma_map == "auto" && m_peer_dev.iommu &&
+                                      m_peer_dev.iommu->mode() == iommu::iommu_mode::translating);
     m_kmd = std::make_unique<peer::kmd>(&m_peer_dev, map);
     if (p.peer->wait_in_callback)
       // Simulated time passes inside cuMemFree. The DMA threads that run meanwhile set

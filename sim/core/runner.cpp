@@ -266,27 +266,28 @@ std::string refusal_reason(const topo::topology& t, const topo::address_map& a,
                            const transfer_spec& x) {
   if (!t.find_device(x.initiator)) return "";
   const auto& sock = *t.find_socket(a.socket_of.at(x.initiator));
-  if (sock.iommu.mode == topo::iommu_mode::translating && !x.iommu_map)
+  if (sock.iommu.mode == iommu::iommu_mode::translating && !x.iommu_map)
     return fmt::format(
         "the IOMMU of {} translates and the target was not mapped for {} (iommu_map: false): "
         "DMA remapping fault, the request was blocked",
         sock.name, x.initiator);
   if (!t.find_device(x.target)) return "";
   auto type = topo::classify(t, x.initiator, x.target);
-  const auto& plat = t.find_socket(a.socket_of.at(x.initiator))->platform;
+  const auto& from = *t.find_socket(a.socket_of.at(x.initiator));
+  const auto& plat = from.platform;
   const char* op = x.write ? "write" : "read";
   if (type == topo::path_type::PHB || type == topo::path_type::NODE) {
-    if (!(x.write ? plat.p2p_write : plat.p2p_read).routed)
+    if (!(x.write ? plat.p2p.write : plat.p2p.read).routed)
       return fmt::format(
           "platform {} does not route peer-to-peer {}s between root ports: "
           "its root complex answers Unsupported Request",
-          plat.name, op);
+          from.platform_name, op);
   } else if (type == topo::path_type::SYS) {
-    if (!(x.write ? plat.qpi_p2p_write : plat.qpi_p2p_read).routed)
+    if (!(x.write ? plat.interconnect_p2p_write : plat.interconnect_p2p_read).routed)
       return fmt::format(
           "platform {} does not route peer-to-peer {}s across the socket "
           "interconnect: Unsupported Request",
-          plat.name, op);
+          from.platform_name, op);
   }
   return "";
 }

@@ -23,7 +23,7 @@ json channel(const link::channel_stats& s, uint64_t simulated_ns) {
 
 json iommu_domain_stats(const iommu::iommu_domain& d) {
   const auto& s = d.stats();
-  return {{"mode", iommu::to_string(d.what())},
+  return {{"mode", iommu::to_string(d.mode())},
           {"translations", s.translations},
           {"iotlb_hits", s.iotlb_hits},
           {"iotlb_misses", s.iotlb_misses},
@@ -68,7 +68,7 @@ json dump_stats(fabric_system& sys, uint64_t ns) {
   for (const auto& sock : sys.topology().sockets) {
     const auto* rc = sys.find_socket(sock.name);
     const auto& s = rc->stats();
-    j["root_complexes"][sock.name] = {{"iommu_mode", topo::to_string(sock.iommu.mode)},
+    j["root_complexes"][sock.name] = {{"iommu_mode", iommu::to_string(sock.iommu.mode)},
                                       {"iommu_faults", s.iommu_faults},
                                       {"iommu_walk_wait_ps", rc->iommu().walk_wait_ps()},
                                       {"memory_writes", s.memory_writes},

@@ -20,18 +20,9 @@ pcie::window win(const topo::addr_range& r) {
   return {r.base, r.size};
 }
 
-root_complex::p2p_policy policy(const topo::p2p_forwarding& f) {
-  return {f.routed, f.bandwidth_gbs, f.outstanding};
-}
-
-iommu::iommu_params iommu_params_of(const topo::iommu_config& c) {
+iommu::iommu_params iommu_params_of(const iommu::iommu_spec& spec) {
   iommu::iommu_params p;
-  p.what = c.mode == topo::iommu_mode::translating   ? iommu::mode::translating
-           : c.mode == topo::iommu_mode::passthrough ? iommu::mode::passthrough
-                                                     : iommu::mode::off;
-  p.page_bytes = c.page_bytes;
-  p.iotlb_entries = c.iotlb_entries;
-  p.miss_latency_ns = c.miss_latency_ns;
+  static_cast<iommu::iommu_spec&>(p) = spec;
   // IOVAs stay below the MMIO apertures, as Linux reserves PCI windows in the IOVA space: a
   // switch routes by address before the IOMMU sees a request, and must not take an IOVA for
   // a BAR below it.
@@ -39,16 +30,10 @@ iommu::iommu_params iommu_params_of(const topo::iommu_config& c) {
   return p;
 }
 
-gpu::writes_ordering ordering_of(topo::rdma_writes_ordering o) {
-  return o == topo::rdma_writes_ordering::none          ? gpu::writes_ordering::none
-         : o == topo::rdma_writes_ordering::all_devices ? gpu::writes_ordering::all_devices
-                                                        : gpu::writes_ordering::owner;
-}
-
 // Endpoints and root ports advertise infinite completion credits (PCIe Base Spec 2.6.1);
 // switch ports advertise what the link's `credits` say.
-pcie::credit_limits receiver_credits(const topo::credit_params& c, bool infinite_completions) {
-  pcie::credit_limits l{c.ph, c.pd, c.nph, c.npd, c.cplh, c.cpld};
+pcie::credit_limits receiver_credits(const pcie::credit_limits& c, bool infinite_completions) {
+  pcie::credit_limits l = c;
   if (infinite_completions) l.cplh = l.cpld = 0;
   return l;
 }
@@ -94,7 +79,7 @@ std::vector<std::string> fabric_system::blocked_links() const {
     add("link " + l.name + " down", l.link->downstream());
     add("link " + l.name + " up", l.link->upstream());
   }
-  for (const auto& q : m_qpi_list) {
+  for (const auto& q : m_interconnect_list) {
     add("interconnect " + q.name + " a->b", q.link->a_to_b());
     add("interconnect " + q.name + " b->a", q.link->b_to_a());
   }
@@ -103,16 +88,11 @@ std::vector<std::string> fabric_system::blocked_links() const {
 
 void fabric_system::build_sockets() {
   for (const auto& s : m_topo.sockets) {
-    const auto& pf = s.platform;
     const auto& sa = m_addr.sockets.at(s.name);
     root_complex::rc_params p;
     p.bdf = sa.rc_bdf;
     p.memory = win(sa.memory);
-    p.memory_timing = {pf.mem_latency_ns, pf.mem_bandwidth_gbs, pf.mem_cpl_bytes, 64};
-    p.latency_ns = pf.rc_latency_ns;
-    p.p2p = {policy(pf.p2p_write), policy(pf.p2p_read), pf.p2p_tlp_bytes, pf.p2p_latency_ns};
-    p.remote_p2p = {policy(pf.qpi_p2p_write), policy(pf.qpi_p2p_read), pf.p2p_tlp_bytes,
-                    pf.p2p_latency_ns};
+    p.platform = s.platform;
     p.root_ports = 0;
     for (const auto& l : m_topo.links) p.root_ports += l.up == s.name;
     p.interconnect_ports = 0;
@@ -127,11 +107,10 @@ void fabric_system::build_sockets() {
 void fabric_system::build_switches() {
   for (const auto& s : m_topo.switches) {
     pcie_switch::switch_params p;
+    static_cast<pcie_switch::switch_spec&>(p) = s;
     p.downstream_ports = 0;
     for (const auto& l : m_topo.links) p.downstream_ports += l.up == s.name;
     p.downstream_ports = std::max(p.downstream_ports, s.ports);
-    p.latency_ns = s.latency_ns;
-    p.cut_through = s.cut_through;
     // With a translating IOMMU, peer requests must reach it to be translated: switches below
     // it redirect them up as with ACS P2P Request Redirect (which Linux enables on switch
     // ports when an IOMMU is active), so P2P under a switch goes through the root complex
@@ -145,31 +124,31 @@ void fabric_system::build_switches() {
 void fabric_system::build_devices() {
   for (const auto& d : m_topo.devices) {
     const auto& da = m_addr.devices.at(d.name);
-    dma::requester_params req{da.bdf, m_topo.mps_of(d), m_topo.mrrs_of(d), m_topo.tags_of(d)};
+    const auto& c = d.control;
+    dma::requester_params req{da.bdf, c.mps, c.mrrs, c.tags};
     if (m_bursts) req.burst_bytes = translating(d.name) ? 4096 : burst_bytes;
     if (d.type == topo::device_type::gpu) {
       gpu::gpu_params p;
+      static_cast<gpu::gpu_spec&>(p) = d.gpu;
       p.bdf = da.bdf;
       p.bar0 = win(da.bar0);
       p.bar1 = win(da.bar1);
-      p.bar1_reserved = d.bar1_reserved_bytes;
-      p.vram_bytes = d.vram_bytes;
-      p.vram = {d.vram_latency_ns, d.vram_bandwidth_gbs, m_topo.mps_of(d), m_topo.rcb_of(d)};
+      p.cpl_bytes = c.mps;
+      p.rcb = c.rcb;
       p.copy = req;
-      p.rdma_ordering = ordering_of(d.rdma_ordering);
       m_gpus[d.name] =
           backed([&] { return std::make_unique<gpu::gpu>(d.name.c_str(), p, m_log, m_order); },
-                 topo::loc_of(d, "vram"), "vram", d.vram_bytes);
+                 topo::loc_of(d, "vram"), "vram", d.gpu.vram_bytes);
     } else {
       dma_engine::engine_params p;
+      static_cast<dma_engine::engine_spec&>(p) = d.engine;
       p.bdf = da.bdf;
       p.bar0 = win(da.bar0);
       p.bar2 = win(da.bar2);
-      p.local_memory_bytes = std::max(d.local_memory_bytes, d.bar2_bytes);
-      p.descriptor_latency_ns = d.descriptor_latency_ns;
-      p.local = {100, 0, m_topo.mps_of(d), m_topo.rcb_of(d)};
+      p.local_memory_bytes = std::max(d.engine.local_memory_bytes, d.engine.bar2_bytes);
+      p.local = {100, 0, c.mps, c.rcb};
       p.requester = req;
-      const char* key = d.bar2_bytes > d.local_memory_bytes ? "bar2" : "local_memory";
+      const char* key = d.engine.bar2_bytes > d.engine.local_memory_bytes ? "bar2" : "local_memory";
       m_engines[d.name] =
           backed([&] { return std::make_unique<dma_engine::dma_engine>(d.name.c_str(), p, m_log); },
                  topo::loc_of(d, key), key, p.local_memory_bytes);
@@ -195,14 +174,9 @@ void fabric_system::build_links() {
     const bool up_is_socket = m_sockets.count(l.up) > 0;
     const bool down_is_switch = m_switches.count(l.down) > 0;
     link::pcie_link_params p;
-    p.gen = l.gen;
-    p.width = l.width;
-    p.latency_ns = l.latency_ns;
-    p.ecrc = l.ecrc;
+    static_cast<link::link_spec&>(p) = l;
     p.mps = m_topo.pcie.mps;
-    if (const auto* d = m_topo.find_device(l.down)) p.mps = m_topo.mps_of(*d);
-    p.ack_limit = l.ack_limit;
-    p.fc_limit = l.fc_limit;
+    if (const auto* d = m_topo.find_device(l.down)) p.mps = d->control.mps;
     p.down_credits = receiver_credits(l.credits, !down_is_switch);
     p.up_credits = receiver_credits(l.credits, up_is_socket);
     std::string name = "link_" + l.down;
@@ -226,16 +200,14 @@ void fabric_system::build_interconnects() {
   std::map<std::string, std::vector<std::pair<std::string, int>>> neighbours;
   for (const auto& q : m_topo.interconnects) {
     int ia = next_port[q.a]++, ib = next_port[q.b]++;
-    const auto& pa = m_topo.find_socket(q.a)->platform;
-    link::qpi_link_params p;
-    p.bandwidth_gbs = q.bandwidth_gbs.value_or(pa.qpi_bandwidth_gbs);
-    p.latency_ns = q.latency_ns.value_or(pa.qpi_latency_ns);
-    auto lk = std::make_unique<link::qpi_link>(q.name.c_str(), p, m_order);
+    link::interconnect_link_params p;
+    static_cast<link::interconnect_spec&>(p) = q;
+    auto lk = std::make_unique<link::interconnect_link>(q.name.c_str(), p, m_order);
     lk->connect(m_sockets[q.a]->interconnect_port(ia), m_sockets[q.b]->interconnect_port(ib));
     neighbours[q.a].push_back({q.b, ia});
     neighbours[q.b].push_back({q.a, ib});
-    m_qpi_list.push_back({q.name, lk.get()});
-    m_qpis.push_back(std::move(lk));
+    m_interconnect_list.push_back({q.name, lk.get()});
+    m_interconnects.push_back(std::move(lk));
   }
   // Each socket reaches every other through the first hop of a shortest path (BFS).
   for (const auto& s : m_topo.sockets) {
@@ -261,14 +233,14 @@ void fabric_system::build_interconnects() {
 
 bool fabric_system::translating(const std::string& node) const {
   const auto* s = m_topo.find_socket(m_addr.socket_of.at(node));
-  return s && s->iommu.mode == topo::iommu_mode::translating;
+  return s && s->iommu.mode == iommu::iommu_mode::translating;
 }
 
 // Every device gets a domain in its socket's root complex, keyed by its requester ID.
 void fabric_system::build_iommus() {
   for (const auto& d : m_topo.devices) {
     const auto& s = *m_topo.find_socket(m_addr.socket_of.at(d.name));
-    if (s.iommu.mode == topo::iommu_mode::off) continue;
+    if (s.iommu.mode == iommu::iommu_mode::off) continue;
     m_sockets.at(s.name)->add_iommu_domain(m_addr.devices.at(d.name).bdf, iommu_params_of(s.iommu));
   }
 }

@@ -49,12 +49,12 @@ class fabric_system {
     std::string name;  // the node below it
     link::pcie_link* link;
   };
-  struct named_qpi {
+  struct named_interconnect {
     std::string name;
-    link::qpi_link* link;
+    link::interconnect_link* link;
   };
   const std::vector<named_link>& links() const { return m_link_list; }
-  const std::vector<named_qpi>& interconnects() const { return m_qpi_list; }
+  const std::vector<named_interconnect>& interconnects() const { return m_interconnect_list; }
   const std::map<std::string, std::unique_ptr<pcie_switch::pcie_switch>>& switches() const {
     return m_switches;
   }
@@ -82,9 +82,9 @@ class fabric_system {
   std::map<std::string, std::unique_ptr<gpu::gpu>> m_gpus;
   std::map<std::string, std::unique_ptr<dma_engine::dma_engine>> m_engines;
   std::vector<std::unique_ptr<link::pcie_link>> m_links;
-  std::vector<std::unique_ptr<link::qpi_link>> m_qpis;
+  std::vector<std::unique_ptr<link::interconnect_link>> m_interconnects;
   std::vector<named_link> m_link_list;
-  std::vector<named_qpi> m_qpi_list;
+  std::vector<named_interconnect> m_interconnect_list;
 };
 
 }  // namespace p2psim::core

@@ -17,7 +17,7 @@ void check_litmus(const litmus_spec& t, const topo::topology& topo) {
     return d && d->type == topo::device_type::dma_engine;
   };
   for (const auto& s : topo.sockets)
-    if (s.iommu.mode == topo::iommu_mode::translating)
+    if (s.iommu.mode == iommu::iommu_mode::translating)
       throw config::error(t.loc, "topology",
                           "socket " + s.name +
                               " has a translating IOMMU: litmus tests run "
@@ -28,8 +28,8 @@ void check_litmus(const litmus_spec& t, const topo::topology& topo) {
       if (l.offset + l.size > nv::gpu_page_bytes)
         fail("a GPU location lies within one 64KiB GPU page (offset + size <= 64KiB)");
     } else if (is_engine(l.memory)) {
-      if (l.offset + l.size > topo.find_device(l.memory)->bar2_bytes)
-        fail(l.memory + " has " + std::to_string(topo.find_device(l.memory)->bar2_bytes) +
+      if (l.offset + l.size > topo.find_device(l.memory)->engine.bar2_bytes)
+        fail(l.memory + " has " + std::to_string(topo.find_device(l.memory)->engine.bar2_bytes) +
              " bytes of BAR2 memory: the location does not fit");
     } else if (const auto* s = topo.find_socket(l.memory)) {
       if (l.offset + l.size > s->memory_bytes) fail("beyond " + l.memory + "'s memory");

@@ -49,10 +49,10 @@ struct bar_slot {
 
 std::vector<bar_slot> bars_of(const device_params& d, device_addresses& a) {
   std::vector<bar_slot> bars{{"BAR0", "bar0", d.bar0_bytes, d.bar0_address, &a.bar0}};
-  if (d.type == device_type::gpu && d.bar1_bytes)
-    bars.push_back({"BAR1", "bar1", d.bar1_bytes, d.bar1_address, &a.bar1});
-  if (d.type == device_type::dma_engine && d.bar2_bytes)
-    bars.push_back({"BAR2", "bar2", d.bar2_bytes, d.bar2_address, &a.bar2});
+  if (d.type == device_type::gpu && d.gpu.bar1_bytes)
+    bars.push_back({"BAR1", "bar1", d.gpu.bar1_bytes, d.gpu.bar1_address, &a.bar1});
+  if (d.type == device_type::dma_engine && d.engine.bar2_bytes)
+    bars.push_back({"BAR2", "bar2", d.engine.bar2_bytes, d.engine.bar2_address, &a.bar2});
   return bars;
 }
 

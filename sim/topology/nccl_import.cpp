@@ -292,7 +292,8 @@ class importer {
     for (const auto& dir : m_options.platform_dirs) {
       fs::path p = fs::path(dir) / (preset + ".yaml");
       std::error_code ec;
-      if (fs::is_regular_file(p, ec)) return m_max_gen[preset] = load_platform(p.string()).max_gen;
+      if (fs::is_regular_file(p, ec))
+        return m_max_gen[preset] = load_platform(p.string()).spec.max_gen;
     }
     fail(el, "platform", fmt::format("no preset {}.yaml among the platform directories", preset));
   }

@@ -49,7 +49,7 @@ class tree_printer {
                s.platform_name.empty() ? "default platform" : s.platform_name,
                format_size(s.memory_bytes), format_address(sa.memory.base),
                format_address(sa.mmio.base), format_address(sa.mmio.end() - 1),
-               buses_text(sa.buses), to_string(s.iommu.mode));
+               buses_text(sa.buses), iommu::to_string(s.iommu.mode));
     for (int h = 0; h < s.host_bridges; ++h) {
       std::vector<const link_params*> ports;
       for (const auto* l : m_t.links_below(s.name))
@@ -175,7 +175,7 @@ void write_dot(std::ostream& os, const topology& t) {
   for (const auto& s : t.switches) add(s.name, s.name + "\\nswitch", "box");
   for (const auto& d : t.devices) {
     if (d.type == device_type::gpu)
-      add(d.name, fmt::format("{}\\nGPU, BAR1 {}", d.name, format_size(d.bar1_bytes)), "box",
+      add(d.name, fmt::format("{}\\nGPU, BAR1 {}", d.name, format_size(d.gpu.bar1_bytes)), "box",
           "filled");
     else
       add(d.name, d.name + "\\nDMA engine", "ellipse");
@@ -184,9 +184,8 @@ void write_dot(std::ostream& os, const topology& t) {
     boost::add_edge(index.at(port_node(l)), index.at(l.down),
                     edge{fmt::format("Gen{} x{}", l.gen, l.width), "solid"}, g);
   for (const auto& ic : t.interconnects) {
-    double bw = ic.bandwidth_gbs.value_or(t.find_socket(ic.a)->platform.qpi_bandwidth_gbs);
     boost::add_edge(index.at(ic.a), index.at(ic.b),
-                    edge{fmt::format("{} {:g} GB/s", ic.name, bw), "bold"}, g);
+                    edge{fmt::format("{} {:g} GB/s", ic.name, ic.bandwidth_gbs), "bold"}, g);
   }
   boost::dynamic_properties dp;
   dp.property("node_id", boost::get(&vertex::name, g));

@@ -48,26 +48,4 @@ const char* to_string(device_type t) {
   return t == device_type::gpu ? "gpu" : "dma_engine";
 }
 
-const char* to_string(iommu_mode m) {
-  switch (m) {
-    case iommu_mode::passthrough:
-      return "passthrough";
-    case iommu_mode::translating:
-      return "translating";
-    default:
-      return "off";
-  }
-}
-
-const char* to_string(rdma_writes_ordering o) {
-  switch (o) {
-    case rdma_writes_ordering::none:
-      return "none";
-    case rdma_writes_ordering::all_devices:
-      return "all_devices";
-    default:
-      return "owner";
-  }
-}
-
 }  // namespace p2psim::topo

@@ -26,17 +26,18 @@ template <class T>
   throw error(loc_of(element, key), key, msg);
 }
 
-// mps/mrrs/rcb/tags of a device (0 = topology default) or of the topology's `pcie` section.
+// mps/mrrs/rcb/tags of a device or of the topology's `pcie` section. The reader checks them
+// in files; this catches a topology built in code (an NCCL import).
 template <class T>
-void check_pcie_settings(const T& x, bool zero_ok) {
-  for (auto [key, v] : {std::pair{"mps", x.mps}, std::pair{"mrrs", x.mrrs}})
-    if (!(zero_ok && v == 0) && !(is_pow2(v) && v >= 128 && v <= 4096))
+void check_pcie_settings(const T& x, const pcie::device_control& c) {
+  for (auto [key, v] : {std::pair{"mps", c.mps}, std::pair{"mrrs", c.mrrs}})
+    if (!(is_pow2(v) && v >= 128 && v <= 4096))
       fail_at(x, key,
               fmt::format("expected a power of two from 128B to 4KiB, got {}", format_size(v)));
-  if (!(zero_ok && x.rcb == 0) && x.rcb != 64 && x.rcb != 128)
-    fail_at(x, "rcb", fmt::format("expected 64B or 128B, got {}", format_size(x.rcb)));
-  if (!(zero_ok && x.tags == 0) && (x.tags < 1 || x.tags > 1024))
-    fail_at(x, "tags", fmt::format("expected 1 to 1024 tags, got {}", x.tags));
+  if (c.rcb != 64 && c.rcb != 128)
+    fail_at(x, "rcb", fmt::format("expected 64B or 128B, got {}", format_size(c.rcb)));
+  if (c.tags < 1 || c.tags > 1024)
+    fail_at(x, "tags", fmt::format("expected 1 to 1024 tags, got {}", c.tags));
 }
 
 void check_bar(const device_params& d, const std::string& key, uint64_t size,
@@ -61,16 +62,16 @@ void check_bar(const device_params& d, const std::string& key, uint64_t size,
 }
 
 void check_device(const device_params& d) {
-  check_pcie_settings(d, true);
+  check_pcie_settings(d, d.control);
   check_bar(d, "bar0", d.bar0_bytes, d.bar0_address, false);
   if (d.type == device_type::gpu) {
-    check_bar(d, "bar1", d.bar1_bytes, d.bar1_address, false);
-    if (d.bar1_reserved_bytes >= d.bar1_bytes)
+    check_bar(d, "bar1", d.gpu.bar1_bytes, d.gpu.bar1_address, false);
+    if (d.gpu.bar1_reserved_bytes >= d.gpu.bar1_bytes)
       fail_at(d, "bar1_reserved",
               fmt::format("bar1_reserved ({}) must be smaller than bar1 ({})",
-                          format_size(d.bar1_reserved_bytes), format_size(d.bar1_bytes)));
+                          format_size(d.gpu.bar1_reserved_bytes), format_size(d.gpu.bar1_bytes)));
   } else {
-    check_bar(d, "bar2", d.bar2_bytes, d.bar2_address, true);
+    check_bar(d, "bar2", d.engine.bar2_bytes, d.engine.bar2_address, true);
   }
 }
 
@@ -133,7 +134,7 @@ void check_link(const topology& t, const link_params& l,
   // A receive buffer must hold the largest TLP, or flow control stalls forever (PCIe Base
   // Spec 2.6.1: a data credit is 16 bytes; 0 advertises infinite credits).
   uint32_t mps = t.pcie.mps;
-  for (const auto& d : t.devices) mps = std::max(mps, t.mps_of(d));
+  for (const auto& d : t.devices) mps = std::max(mps, d.control.mps);
   const uint32_t need = mps / 16;
   for (auto [name, value] : {std::pair{"pd", l.credits.pd}, std::pair{"cpld", l.credits.cpld}})
     if (value && value < need)
@@ -205,7 +206,7 @@ void check_sockets_connected(const topology& t) {
 void check_topology(const topology& t) {
   if (t.sockets.empty())
     throw error(loc_of(t, "sockets"), "sockets", "a topology needs at least one socket");
-  check_pcie_settings(t.pcie, false);
+  check_pcie_settings(t.pcie, t.pcie);
   const auto nodes = collect_names(t);
   for (const auto& d : t.devices) check_device(d);
 

@@ -201,7 +201,7 @@ TEST_CASE("4.2 (R535 nv-p2p.c): a late dma_unmap_pages never unmaps a newer mapp
   nvidia_p2p_page_table_t* t = nullptr;
   REQUIRE(nvidia_p2p_get_pages(0, 0, p, k64, &t, ignore, nullptr) == 0);
   iommu::iommu_params ip;
-  ip.what = iommu::mode::translating;
+  ip.mode = iommu::iommu_mode::translating;
   iommu::iommu_domain dom(ip);
   pci_dev nic{"nic1", 0x0500, &dom};
   // Map and unmap many times, keeping each stale pointer: the driver's memory for a new mapping

@@ -40,7 +40,7 @@ TEST_CASE("5.4: with no IOMMU the DMA addresses are the BAR1 physical addresses"
 TEST_CASE("5.4: a pass-through IOMMU gives identity addresses", "[dma-map]") {
   pinned p;
   iommu::iommu_params ip;
-  ip.what = iommu::mode::passthrough;
+  ip.mode = iommu::iommu_mode::passthrough;
   iommu::iommu_domain dom(ip);
   pci_dev nic{"nic0", 0x0400, &dom};
   nvidia_p2p_dma_mapping_t* m = nullptr;
@@ -51,7 +51,7 @@ TEST_CASE("5.4: a pass-through IOMMU gives identity addresses", "[dma-map]") {
 TEST_CASE("4.6: a translating IOMMU gives I/O virtual addresses that lead to BAR1", "[dma-map]") {
   pinned p;
   iommu::iommu_params ip;
-  ip.what = iommu::mode::translating;
+  ip.mode = iommu::iommu_mode::translating;
   iommu::iommu_domain dom(ip);
   pci_dev nic{"nic0", 0x0400, &dom};
   nvidia_p2p_dma_mapping_t* m = nullptr;
@@ -70,7 +70,7 @@ TEST_CASE("7.3 (R535 nv-p2p.c): the driver frees the I/O mapping after the callb
   p2p_world w;
   uint64_t va = w.alloc(k64);
   iommu::iommu_params ip;
-  ip.what = iommu::mode::translating;
+  ip.mode = iommu::iommu_mode::translating;
   iommu::iommu_domain dom(ip);
   static pci_dev nic{"nic0", 0x0400, nullptr};
   nic.iommu = &dom;

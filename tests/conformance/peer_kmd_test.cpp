@@ -46,7 +46,7 @@ TEST_CASE("6.2 and 4.6: with a translating IOMMU descriptors carry I/O virtual a
   p2p_world w;
   uint64_t va = w.alloc(2 * k64);
   iommu::iommu_params ip;
-  ip.what = iommu::mode::translating;
+  ip.mode = iommu::iommu_mode::translating;
   iommu::iommu_domain dom(ip);
   pci_dev nic{"nic0", 0x0400, &dom};
   peer::kmd k(&nic, true);

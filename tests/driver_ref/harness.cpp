@@ -25,7 +25,7 @@ test::world_config world_of(const harness_config& c) {
 
 iommu::iommu_params translating() {
   iommu::iommu_params p;
-  p.what = iommu::mode::translating;
+  p.mode = iommu::iommu_mode::translating;
   return p;
 }
 

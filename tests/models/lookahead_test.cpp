@@ -51,20 +51,20 @@ struct socket_rig {
   root_complex::root_complex rc;
   endpoint device, remote;
   link::pcie_link device_link;
-  link::qpi_link upi;
+  link::interconnect_link upi;
   explicit socket_rig(bool remote_promises)
       : rc("rc", params(), log),
         device("device"),
         remote("remote", true, remote_promises),
         device_link("device_link", link::pcie_link_params{}, order),
-        upi("upi", link::qpi_link_params{20, 50, 16}, order) {
+        upi("upi", link::interconnect_link_params{{20, 50}, 16}, order) {
     device_link.connect(rc.root_port(0), device.port);
     upi.connect(rc.interconnect_port(0), remote.port);
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
   }
   static root_complex::rc_params params() {
     root_complex::rc_params p;
-    p.latency_ns = 150;
+    p.platform.rc_latency_ns = 150;
     p.memory = {0x1'0000'0000, 1 << 20};
     p.interconnect_ports = 1;
     return p;
@@ -81,7 +81,7 @@ struct switch_rig {
   endpoint host, device;
   link::pcie_link up, down;
   switch_rig()
-      : sw("sw", pcie_switch::switch_params{1, 110, true, false, 0}),
+      : sw("sw", pcie_switch::switch_params{{110, true, false, 0}, 1, 0}),
         host("host"),
         device("device"),
         up("up", link::pcie_link_params{}, order),
@@ -177,7 +177,7 @@ TEST_CASE("a root complex promises nothing sooner than a TLP held for a page wal
           "[lookahead]") {
   socket_rig rig(true);
   iommu::iommu_params translating;
-  translating.what = iommu::mode::translating;
+  translating.mode = iommu::iommu_mode::translating;
   translating.miss_latency_ns = 300;
   rig.rc.add_iommu_domain(0x0100, translating);
   // An unmapped write walks the tables (300 ns) before it is refused: held until then.

@@ -15,7 +15,7 @@ constexpr uint64_t k_page = 4096;
 
 iommu_params translating(uint32_t iotlb_entries = 64) {
   iommu_params p;
-  p.what = mode::translating;
+  p.mode = iommu_mode::translating;
   p.iotlb_entries = iotlb_entries;
   return p;
 }
@@ -24,12 +24,12 @@ iommu_params translating(uint32_t iotlb_entries = 64) {
 
 TEST_CASE("iommu: off and pass-through are the identity", "[iommu]") {
   // GPUDirect RDMA 13.3, 5.4 IOMMUs: pass-through keeps addresses 1:1 for every device.
-  for (mode m : {mode::off, mode::passthrough}) {
+  for (iommu_mode m : {iommu_mode::off, iommu_mode::passthrough}) {
     iommu_params p;
-    p.what = m;
+    p.mode = m;
     iommu_domain d(p);
     INFO(to_string(m));
-    CHECK(d.what() == m);
+    CHECK(d.mode() == m);
     CHECK(d.map(0x1234'5678, 100) == 0x1234'5678u);
     auto t = d.translate(0xdead'beef, true);
     CHECK(t.ok);
@@ -42,7 +42,7 @@ TEST_CASE("iommu: off and pass-through are the identity", "[iommu]") {
     CHECK(d.stats().iotlb_misses == 0);
     CHECK(d.stats().mapped_pages == 0);
   }
-  CHECK(std::string(to_string(mode::translating)) == "translating");
+  CHECK(std::string(to_string(iommu_mode::translating)) == "translating");
 }
 
 TEST_CASE("iommu: map keeps the page offset and translates back", "[iommu]") {

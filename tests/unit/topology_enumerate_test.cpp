@@ -199,8 +199,8 @@ TEST_CASE("topology enumerate: resource exhaustion is an error", "[topology][enu
   for (int i = 0; i < 16 * 17; ++i) {
     device_params d;
     d.name = fmt::format("gpu{}", i);
-    d.bar1_bytes = 1 << 20;
-    d.bar1_reserved_bytes = 0;
+    d.gpu.bar1_bytes = 1 << 20;
+    d.gpu.bar1_reserved_bytes = 0;
     t.devices.push_back(d);
     link_params l;
     l.up = "cpu0";

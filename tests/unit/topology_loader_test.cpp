@@ -44,9 +44,8 @@ TEST_CASE("topology loader: switch_only fixture", "[topology][loader]") {
   REQUIRE(t.devices.size() == 2);
   CHECK(t.devices[0].type == device_type::gpu);
   CHECK(t.devices[1].type == device_type::dma_engine);
-  CHECK(t.devices[1].bar1_bytes == 0);  // DMA engines have no BAR1
-  CHECK(t.devices[1].bar2_bytes == 64ull << 20);
-  CHECK(t.devices[0].rdma_ordering == rdma_writes_ordering::owner);  // the default
+  CHECK(t.devices[1].engine.bar2_bytes == 64ull << 20);
+  CHECK(t.devices[0].gpu.rdma_ordering == gpu::writes_ordering::owner);  // the default
   CHECK(t.link_above("nic0")->width == 8);
   CHECK(t.link_above("cpu0") == nullptr);
   CHECK(t.find_switch("sw0")->ports == 4);
@@ -65,40 +64,40 @@ TEST_CASE("topology loader: every key maps onto its field", "[topology][loader]"
   CHECK(s.host_bridges == 1);
   CHECK(s.memory_bytes == 8ull << 30);
   // Preset values, with this socket's overrides on top.
-  const platform_params& p = s.platform;
-  CHECK(p.name == "tiny_gen3");
-  CHECK(p.description == "Test preset (Sandy Bridge-EP like)");
+  CHECK(s.platform_name == "tiny_gen3");
+  const root_complex::platform_spec& p = s.platform;
   CHECK(p.max_gen == 3);
   CHECK(p.rc_latency_ns == 150);
-  CHECK(p.p2p_tlp_bytes == 64);
-  CHECK(p.p2p_latency_ns == 300);
-  CHECK(p.p2p_write.routed);
-  CHECK(p.p2p_write.bandwidth_gbs == Approx(5.2));
-  CHECK(p.p2p_read.outstanding == 4);  // overridden from 2
-  CHECK(p.p2p_read.bandwidth_gbs == 0);
-  CHECK(p.mem_latency_ns == 80);  // overridden from 90
-  CHECK(p.mem_bandwidth_gbs == 40);
-  CHECK(p.mem_cpl_bytes == 64);
-  CHECK(p.qpi_bandwidth_gbs == Approx(19.2));  // overridden from 16
-  CHECK(p.qpi_latency_ns == 100);
-  CHECK(p.qpi_p2p_write.bandwidth_gbs == Approx(0.25));
-  CHECK_FALSE(p.qpi_p2p_read.routed);
-  CHECK(p.qpi_p2p_read.outstanding == 1);
+  CHECK(p.p2p.tlp_bytes == 64);
+  CHECK(p.p2p.latency_ns == 300);
+  CHECK(p.p2p.write.routed);
+  CHECK(p.p2p.write.bandwidth_gbs == Approx(5.2));
+  CHECK(p.p2p.read.outstanding == 4);  // overridden from 2
+  CHECK(p.p2p.read.bandwidth_gbs == 0);
+  CHECK(p.memory.latency_ns == 80);  // overridden from 90
+  CHECK(p.memory.bandwidth_gbs == 40);
+  CHECK(p.memory.cpl_bytes == 64);
+  CHECK(p.interconnect.bandwidth_gbs == Approx(19.2));  // overridden from 16
+  CHECK(p.interconnect.latency_ns == 100);
+  CHECK(p.interconnect_p2p_write.bandwidth_gbs == Approx(0.25));
+  CHECK_FALSE(p.interconnect_p2p_read.routed);
+  CHECK(p.interconnect_p2p_read.outstanding == 1);
   // The socket's IOMMU (GPUDirect RDMA 13.3, 5.4 IOMMUs).
-  CHECK(s.iommu.mode == iommu_mode::translating);
+  CHECK(s.iommu.mode == iommu::iommu_mode::translating);
   CHECK(s.iommu.page_bytes == 64 * 1024);
   CHECK(s.iommu.iotlb_entries == 32);
   CHECK(s.iommu.miss_latency_ns == 500);
-  CHECK(t.sockets[1].iommu.mode == iommu_mode::off);  // default
+  CHECK(t.sockets[1].iommu.mode == iommu::iommu_mode::off);  // default
   // A socket without a platform gets the built-in defaults.
   CHECK(t.sockets[1].platform_name.empty());
-  CHECK(t.sockets[1].platform.max_gen == platform_params{}.max_gen);
+  CHECK(t.sockets[1].platform.max_gen == root_complex::platform_spec{}.max_gen);
 
   const interconnect_params& ic = t.interconnects[0];
   CHECK(ic.a == "cpu0");
   CHECK(ic.b == "cpu1");
-  CHECK_FALSE(ic.bandwidth_gbs);
-  CHECK_FALSE(ic.latency_ns);
+  // Unset: the first socket's platform values.
+  CHECK(ic.bandwidth_gbs == Approx(19.2));
+  CHECK(ic.latency_ns == 100);
 
   const switch_params& sw = t.switches[0];
   CHECK(sw.latency_ns == 150);
@@ -108,29 +107,28 @@ TEST_CASE("topology loader: every key maps onto its field", "[topology][loader]"
 
   const device_params& g = *t.find_device("gpu0");
   CHECK(g.bar0_bytes == 32ull << 20);
-  CHECK(g.bar1_bytes == 1ull << 30);
-  CHECK(g.bar1_reserved_bytes == 64ull << 20);
-  CHECK(g.vram_bytes == 24ull << 30);
-  CHECK(g.vram_latency_ns == 250);
-  CHECK(g.vram_bandwidth_gbs == Approx(1200));
-  CHECK(g.mps == 512);
-  CHECK(g.mrrs == 4096);
-  CHECK(g.rcb == 64);
-  CHECK(g.tags == 768);
+  CHECK(g.gpu.bar1_bytes == 1ull << 30);
+  CHECK(g.gpu.bar1_reserved_bytes == 64ull << 20);
+  CHECK(g.gpu.vram_bytes == 24ull << 30);
+  CHECK(g.gpu.vram_latency_ns == 250);
+  CHECK(g.gpu.vram_bandwidth_gbs == Approx(1200));
+  CHECK(g.control.mps == 512);
+  CHECK(g.control.mrrs == 4096);
+  CHECK(g.control.rcb == 64);
+  CHECK(g.control.tags == 768);
   CHECK(g.bar0_address == 0x400080000000ull);
-  CHECK(g.bar1_address == 0x400040000000ull);
-  CHECK(g.rdma_ordering == rdma_writes_ordering::none);
-  CHECK(t.mps_of(g) == 512);
+  CHECK(g.gpu.bar1_address == 0x400040000000ull);
+  CHECK(g.gpu.rdma_ordering == gpu::writes_ordering::none);
 
   const device_params& n = *t.find_device("nic0");
-  CHECK(n.tags == 128);
+  CHECK(n.control.tags == 128);
   CHECK(n.bar0_bytes == 1ull << 20);
-  CHECK(n.bar2_bytes == 64ull << 20);
-  CHECK(n.local_memory_bytes == 2ull << 30);
-  CHECK(n.descriptor_latency_ns == 40);
-  CHECK(n.bar2_address == 0x480000000000ull);
-  CHECK(t.mps_of(n) == 128);  // topology default
-  CHECK(t.rcb_of(n) == 128);
+  CHECK(n.engine.bar2_bytes == 64ull << 20);
+  CHECK(n.engine.local_memory_bytes == 2ull << 30);
+  CHECK(n.engine.descriptor_latency_ns == 40);
+  CHECK(n.engine.bar2_address == 0x480000000000ull);
+  CHECK(n.control.mps == 128);  // topology default
+  CHECK(n.control.rcb == 128);
 
   const link_params& l = t.links[0];
   CHECK(l.gen == 3);
@@ -148,7 +146,7 @@ TEST_CASE("topology loader: every key maps onto its field", "[topology][loader]"
   CHECK(l.credits.cpld == 0);
   // Defaults where the file says nothing.
   CHECK(t.links[1].latency_ns == link_params{}.latency_ns);
-  CHECK(t.links[1].credits.ph == credit_params{}.ph);
+  CHECK(t.links[1].credits.ph == link::link_spec{}.credits.ph);
 }
 
 TEST_CASE("topology loader: --set overrides", "[topology][loader]") {
@@ -157,11 +155,11 @@ TEST_CASE("topology loader: --set overrides", "[topology][loader]") {
                      "socket.cpu0.root_complex.p2p.read.outstanding=4", "pcie.mps=512B",
                      "device.nic0.descriptor_latency=1us"});
   CHECK(t.link_above("gpu0")->gen == 3);
-  CHECK(t.find_device("gpu0")->bar1_bytes == 512ull << 20);
+  CHECK(t.find_device("gpu0")->gpu.bar1_bytes == 512ull << 20);
   CHECK(t.find_switch("sw0")->latency_ns == 200);
-  CHECK(t.sockets[0].platform.p2p_read.outstanding == 4);
+  CHECK(t.sockets[0].platform.p2p.read.outstanding == 4);
   CHECK(t.pcie.mps == 512);
-  CHECK(t.find_device("nic0")->descriptor_latency_ns == 1000);
+  CHECK(t.find_device("nic0")->engine.descriptor_latency_ns == 1000);
   CHECK(load("good/two_sockets.yaml", {"interconnect.qpi0.bandwidth=10GB/s"})
             .interconnects[0]
             .bandwidth_gbs == Approx(10));
@@ -191,18 +189,18 @@ TEST_CASE("topology loader: override errors point at the --set", "[topology][loa
 
 TEST_CASE("topology loader: socket iommu section", "[topology][loader][iommu]") {
   // Default off; --set reaches into the section even when the file has none.
-  CHECK(load("good/switch_only.yaml").sockets[0].iommu.mode == iommu_mode::off);
+  CHECK(load("good/switch_only.yaml").sockets[0].iommu.mode == iommu::iommu_mode::off);
   topology t = load("good/switch_only.yaml",
                     {"socket.cpu0.iommu.mode=translating", "socket.cpu0.iommu.miss_latency=1us"});
-  const iommu_config& c = t.sockets[0].iommu;
-  CHECK(c.mode == iommu_mode::translating);
+  const iommu::iommu_spec& c = t.sockets[0].iommu;
+  CHECK(c.mode == iommu::iommu_mode::translating);
   CHECK(c.miss_latency_ns == 1000);
-  CHECK(c.page_bytes == iommu_config{}.page_bytes);
-  CHECK(c.iotlb_entries == iommu_config{}.iotlb_entries);
+  CHECK(c.page_bytes == iommu::iommu_spec{}.page_bytes);
+  CHECK(c.iotlb_entries == iommu::iommu_spec{}.iotlb_entries);
   CHECK(
       load("good/switch_only.yaml", {"socket.cpu0.iommu.mode=passthrough"}).sockets[0].iommu.mode ==
-      iommu_mode::passthrough);
-  CHECK(std::string(to_string(iommu_mode::passthrough)) == "passthrough");
+      iommu::iommu_mode::passthrough);
+  CHECK(std::string(iommu::to_string(iommu::iommu_mode::passthrough)) == "passthrough");
 
   config::error e = error_of([] { load("bad/iommu_mode.yaml"); });
   CHECK(e.loc.str() == k_dir + "bad/iommu_mode.yaml:3:19");
@@ -221,13 +219,11 @@ TEST_CASE("topology loader: socket iommu section", "[topology][loader][iommu]") 
 
 TEST_CASE("topology loader: a GPU's rdma_writes_ordering", "[topology][loader]") {
   // CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING; OWNER unless the file says otherwise.
-  CHECK(load("good/switch_only.yaml").find_device("gpu0")->rdma_ordering ==
-        rdma_writes_ordering::owner);
+  CHECK(load("good/switch_only.yaml").find_device("gpu0")->gpu.rdma_ordering ==
+        gpu::writes_ordering::owner);
   CHECK(load("good/switch_only.yaml", {"device.gpu0.rdma_writes_ordering=all_devices"})
             .find_device("gpu0")
-            ->rdma_ordering == rdma_writes_ordering::all_devices);
-  CHECK(std::string(to_string(rdma_writes_ordering::all_devices)) == "all_devices");
-  CHECK(std::string(to_string(rdma_writes_ordering::none)) == "none");
+            ->gpu.rdma_ordering == gpu::writes_ordering::all_devices);
   CHECK_THAT(
       error_of([] {
         load("good/switch_only.yaml", {"device.gpu0.rdma_writes_ordering=gpu"});
@@ -254,8 +250,8 @@ TEST_CASE("topology loader: platform presets", "[topology][loader]") {
         std::vector<std::string>{"broken_preset", "tiny_gen3", "tiny_gen4"});
   platform_params p = load_platform(k_dir + "platforms/tiny_gen4.yaml");
   CHECK(p.name == "tiny_gen4");
-  CHECK(p.max_gen == 4);
-  CHECK(p.rc_latency_ns == platform_params{}.rc_latency_ns);
+  CHECK(p.spec.max_gen == 4);
+  CHECK(p.spec.rc_latency_ns == root_complex::platform_spec{}.rc_latency_ns);
   config::error e = error_of([] { load("bad/bad_preset.yaml"); });
   CHECK_THAT(e.what(), Equals(k_dir + "platforms/broken_preset.yaml:4:3: error: unknown key "
                                       "'latncy' (expected one of: latency, p2p); did you mean "

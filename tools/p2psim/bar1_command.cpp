@@ -131,8 +131,8 @@ int bar1_command(const bar1_args& a, const char* argv0) {
 
   const topo::device_params& dev = *t.find_device(gpu);
   std::vector<uint64_t> sizes =
-      a.sizes.empty() ? sizing::default_candidates(dev.bar1_bytes, dev.bar1_reserved_bytes)
-                      : sizing::parse_candidates(a.sizes, dev.bar1_reserved_bytes);
+      a.sizes.empty() ? sizing::default_candidates(dev.gpu.bar1_bytes, dev.gpu.bar1_reserved_bytes)
+                      : sizing::parse_candidates(a.sizes, dev.gpu.bar1_reserved_bytes);
   for (uint64_t bytes : sizes) {  // bad input shows now, not after minutes of runs
     try {
       load_with_bar1(sc, sets.topology, gpu, bytes);
@@ -152,8 +152,8 @@ int bar1_command(const bar1_args& a, const char* argv0) {
   r.scenario_file = sc.file;
   r.topology = t.name;
   r.gpu = gpu;
-  r.topology_bar1_bytes = dev.bar1_bytes;
-  r.reserved_bytes = dev.bar1_reserved_bytes;
+  r.topology_bar1_bytes = dev.gpu.bar1_bytes;
+  r.reserved_bytes = dev.gpu.bar1_reserved_bytes;
   fs::path tmp = fs::temp_directory_path() / fmt::format("p2psim-bar1-{}", getpid());
   fs::create_directories(tmp);
   const bool progress = isatty(STDERR_FILENO);  // machine output never mixes with it

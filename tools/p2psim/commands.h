@@ -26,6 +26,11 @@ struct topo_args {
   std::vector<std::string> sets;
   std::string import_nccl;  // NCCL topology XML to convert instead of printing a topology
   std::string output;       // where the converted topology goes; empty: standard output
+  bool effective = false;   // print every setting's value as a topology file instead
+};
+
+struct params_args {
+  std::string update_docs;  // a docs page whose parameter tables to regenerate
 };
 
 struct litmus_args {
@@ -91,6 +96,8 @@ int bench_command(const bench_args& a, const char* argv0);
 void add_litmus(CLI::App& app, litmus_args& a);
 int litmus_command(const litmus_args& a);
 void add_topo(CLI::App& app, topo_args& a);
+void add_params(CLI::App& app, params_args& a);
+int params_command(const params_args& a);
 int run_command(const run_args& a, const char* argv0);
 int topo_command(const topo_args& a);
 

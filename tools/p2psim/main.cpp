@@ -21,6 +21,7 @@ int sc_main(int argc, char* argv[]) {
   p2psim::cli::plot_args plot;
   p2psim::cli::bar1_args bar1;
   p2psim::cli::bench_args bench;
+  p2psim::cli::params_args params;
   p2psim::cli::add_run(app, run);
   p2psim::cli::add_topo(app, topo);
   p2psim::cli::add_litmus(app, litmus);
@@ -28,6 +29,7 @@ int sc_main(int argc, char* argv[]) {
   p2psim::cli::add_plot(app, plot);
   p2psim::cli::add_bar1(app, bar1);
   p2psim::cli::add_bench(app, bench);
+  p2psim::cli::add_params(app, params);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -42,6 +44,7 @@ int sc_main(int argc, char* argv[]) {
     if (app.got_subcommand("plot")) return p2psim::cli::plot_command(plot);
     if (app.got_subcommand("bar1")) return p2psim::cli::bar1_command(bar1, argv[0]);
     if (app.got_subcommand("bench")) return p2psim::cli::bench_command(bench, argv[0]);
+    if (app.got_subcommand("params")) return p2psim::cli::params_command(params);
   } catch (const p2psim::config::error& e) {
     std::cerr << e.what() << "\n";
     return 2;

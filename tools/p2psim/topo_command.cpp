@@ -6,6 +6,7 @@
 #include "sim/config/reader.h"
 #include "sim/topology/address_map.h"
 #include "sim/topology/nccl_import.h"
+#include "sim/topology/parameters.h"
 #include "sim/topology/topo_report.h"
 #include "sim/topology/topology_graph.h"
 #include "sim/topology/topology_loader.h"
@@ -72,7 +73,10 @@ void add_topo(CLI::App& app, topo_args& a) {
   auto* import = c->add_option("--import-nccl", a.import_nccl,
                                "Convert NCCL's topology XML (NCCL_TOPO_DUMP_FILE) into a "
                                "topology YAML file instead");
-  import->excludes(topology)->excludes(dot)->excludes(set);
+  auto* effective = c->add_flag("--effective", a.effective,
+                                "Print every setting's value (defaults, presets and --set "
+                                "applied) as a topology file that loads to the same topology");
+  import->excludes(topology)->excludes(dot)->excludes(set)->excludes(effective);
   c->add_option("-o,--output", a.output, "With --import-nccl: the YAML file to write")
       ->needs(import);
   c->parse_complete_callback([&a] {
@@ -87,6 +91,10 @@ int topo_command(const topo_args& a) {
   opt.platform_dirs = platform_dirs();
   for (const auto& s : a.sets) opt.overrides.push_back(config::parse_override(s));
   topo::topology t = topo::load_topology(a.topology, opt);
+  if (a.effective) {
+    std::cout << "# " << t.file << " with every setting written out\n" << topo::effective_yaml(t);
+    return 0;
+  }
   topo::address_map m = topo::enumerate(t);
   std::cout << "Topology " << t.name << " (" << t.file << ")\n";
   if (!t.description.empty()) std::cout << t.description << "\n";

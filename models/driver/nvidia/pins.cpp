@@ -258,7 +258,7 @@ int nvidia_driver::dma_map_pages(pci_dev* peer, nvidia_p2p_page_table_t* table,
   if (!p || p->st != pin::state::live) return refuse(EINVAL, fn, "not a live page table");
   auto m = std::make_unique<dma_mapping_record>();
   m->peer = peer;
-  m->translated = peer->iommu && peer->iommu->what() == iommu::mode::translating;
+  m->translated = peer->iommu && peer->iommu->mode() == iommu::iommu_mode::translating;
   for (const auto& page : p->pages) {
     uint64_t a = page.physical_address;
     if (m->translated) {

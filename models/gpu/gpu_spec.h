@@ -1,0 +1,52 @@
+// What a topology file sets for a GPU (docs/formats-topology.md, "devices[]", `type: gpu`).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "models/params/param.h"
+
+namespace p2psim::gpu {
+
+// CUGPUDirectRDMAWritesOrdering's values; as a flush scope, CUflushGPUDirectRDMAWritesScope's.
+enum class writes_ordering { none = 0, owner = 100, all_devices = 200 };
+
+struct gpu_spec {
+  uint64_t bar1_bytes = 256ull << 20;
+  uint64_t bar1_reserved_bytes = 32ull << 20;  // driver-internal (guide 5.5: 32 MB on Kepler)
+  std::optional<uint64_t> bar1_address;        // unset: allocated by enumeration
+  uint64_t vram_bytes = 16ull << 30;
+  double vram_latency_ns = 300;  // BAR1 read: request in to first completion out
+  double vram_bandwidth_gbs = 900;
+  // CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING: kernels that see BAR1 writes in order.
+  writes_ordering rdma_ordering = writes_ordering::owner;
+};
+
+inline const params::table<gpu_spec>& gpu_spec_params() {
+  static const params::table<gpu_spec> t{
+      params::size("bar1", &gpu_spec::bar1_bytes,
+                   "BAR1 aperture (peer-visible GPU memory). Power of two, at least 4KiB."),
+      params::size("bar1_reserved", &gpu_spec::bar1_reserved_bytes,
+                   "BAR1 space the driver keeps for itself (GPUDirect RDMA guide 5.5); must be "
+                   "smaller than `bar1`."),
+      params::address("bar1_address", &gpu_spec::bar1_address,
+                      "Explicit BAR1 base; aligned to `bar1`.")
+          .default_text("allocated"),
+      params::size("vram", &gpu_spec::vram_bytes, "Device memory."),
+      params::time("vram_latency", &gpu_spec::vram_latency_ns,
+                   "BAR1 read: request in to first completion out."),
+      params::bandwidth("vram_bandwidth", &gpu_spec::vram_bandwidth_gbs, "VRAM data path."),
+      params::choice("rdma_writes_ordering", &gpu_spec::rdma_ordering,
+                     {{"none", writes_ordering::none},
+                      {"owner", writes_ordering::owner},
+                      {"all_devices", writes_ordering::all_devices}},
+                     "CUDA's `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING`: which kernels "
+                     "see GPUDirect RDMA writes to this GPU in order without "
+                     "`cuFlushGPUDirectRDMAWrites` or a CPU-side CUDA call (guide 5.7): nobody, "
+                     "kernels on this GPU, or every GPU's. The others may see stale, partial or "
+                     "reordered data until then."),
+  };
+  return t;
+}
+
+}  // namespace p2psim::gpu

@@ -1,0 +1,53 @@
+// What declared parameters (models/params/param.h) look like to a reader: a row per parameter
+// for the tables in docs/ and `p2psim params`, and each value as a file would write it, for the
+// effective-configuration dump.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/params/param.h"
+
+namespace p2psim::config {
+
+struct param_row {
+  std::string key;
+  std::string type;          // "size, a power of two from 128B to 4KiB", "integer 1..5"
+  std::string default_text;  // "`110ns`", or what an unset value means
+  std::string meaning;
+};
+
+// The type column: the unit and what the limits allow.
+std::string type_text(const params::declaration& d);
+// A value as a file writes it ("110ns", "4KiB", "true"); empty for an unset optional.
+std::string format_value(const params::declaration& d, const params::value& v);
+
+template <class Spec>
+std::vector<param_row> rows(const params::table<Spec>& t, const Spec& defaults = Spec{}) {
+  std::vector<param_row> out;
+  for (const auto& p : t) {
+    std::string def = p.default_means;
+    if (def.empty()) {
+      const std::string v = format_value(p, p.get(defaults));
+      def = v.empty() ? "unset" : "`" + v + "`";
+    }
+    out.push_back({p.key, type_text(p), def, p.description});
+  }
+  return out;
+}
+
+// Key and formatted value of every set parameter of `s`, in declaration order.
+template <class Spec>
+std::vector<std::pair<std::string, std::string>> values(const params::table<Spec>& t,
+                                                        const Spec& s) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& p : t)
+    if (std::string v = format_value(p, p.get(s)); !v.empty()) out.emplace_back(p.key, v);
+  return out;
+}
+
+// | Key | Type | Default | Meaning |, a row each, for docs/.
+std::string markdown_table(const std::vector<param_row>& rows);
+
+}  // namespace p2psim::config
