@@ -1,6 +1,6 @@
 #include "models/dma/completer.h"
 
-#include "models/tlm/sim_clock.h"
+#include "models/transport/sim_clock.h"
 
 namespace p2psim::dma {
 

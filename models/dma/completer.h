@@ -9,9 +9,9 @@
 
 #include "models/pcie/completion.h"
 #include "models/pcie/split.h"
-#include "models/tlm/pcie_port.h"
-#include "models/tlm/stream_log.h"
-#include "models/tlm/tlp_txn.h"
+#include "models/transport/pcie_port.h"
+#include "models/transport/stream_log.h"
+#include "models/transport/tlp_txn.h"
 
 namespace p2psim::dma {
 

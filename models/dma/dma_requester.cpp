@@ -3,8 +3,8 @@
 #include <span>
 #include <stdexcept>
 
-#include "models/tlm/sim_clock.h"
-#include "models/tlm/tlp_txn.h"
+#include "models/transport/sim_clock.h"
+#include "models/transport/tlp_txn.h"
 
 namespace p2psim::dma {
 

@@ -1,8 +1,8 @@
 #include "models/dma/memory_completer.h"
 
 #include "models/dma/completer.h"
-#include "models/tlm/sim_clock.h"
-#include "models/tlm/tlp_txn.h"
+#include "models/transport/sim_clock.h"
+#include "models/transport/tlp_txn.h"
 
 namespace p2psim::dma {
 

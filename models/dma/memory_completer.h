@@ -17,8 +17,8 @@
 #include "models/memory/throughput.h"
 #include "models/pcie/atomic_op.h"
 #include "models/pcie/time_units.h"
-#include "models/tlm/pcie_port.h"
-#include "models/tlm/stream_log.h"
+#include "models/transport/pcie_port.h"
+#include "models/transport/stream_log.h"
 
 namespace p2psim::dma {
 

@@ -1,10 +1,10 @@
 #include "models/dma_engine/dma_engine.h"
-#include "models/tlm/activity.h"
+#include "models/transport/activity.h"
 
 #include "models/dma/completer.h"
 #include "models/pcie/time_units.h"
-#include "models/tlm/sim_clock.h"
-#include "models/tlm/tlp_txn.h"
+#include "models/transport/sim_clock.h"
+#include "models/transport/tlp_txn.h"
 
 namespace p2psim::dma_engine {
 

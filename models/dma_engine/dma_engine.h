@@ -12,8 +12,8 @@
 #include "models/dma_engine/engine_spec.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/window.h"
-#include "models/tlm/pcie_port.h"
-#include "models/tlm/stream_log.h"
+#include "models/transport/pcie_port.h"
+#include "models/transport/stream_log.h"
 
 namespace p2psim::dma_engine {
 

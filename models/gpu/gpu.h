@@ -15,8 +15,8 @@
 #include "models/memory/backing_store.h"
 #include "models/pcie/order_policy.h"
 #include "models/pcie/window.h"
-#include "models/tlm/pcie_port.h"
-#include "models/tlm/stream_log.h"
+#include "models/transport/pcie_port.h"
+#include "models/transport/stream_log.h"
 
 namespace p2psim::gpu {
 

@@ -5,11 +5,11 @@
 
 #include "models/pcie/link_timing.h"
 #include "models/pcie/order_policy.h"
-#include "models/tlm/activity.h"
-#include "models/tlm/pcie_port.h"
-#include "models/tlm/sim_clock.h"
-#include "models/tlm/stream_log.h"
-#include "models/tlm/tlp_txn.h"
+#include "models/transport/activity.h"
+#include "models/transport/pcie_port.h"
+#include "models/transport/sim_clock.h"
+#include "models/transport/stream_log.h"
+#include "models/transport/tlp_txn.h"
 
 namespace p2psim::link {
 

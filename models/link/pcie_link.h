@@ -9,7 +9,7 @@
 
 #include "models/link/link_channel.h"
 #include "models/link/link_spec.h"
-#include "models/tlm/pcie_port.h"
+#include "models/transport/pcie_port.h"
 
 namespace p2psim::link {
 

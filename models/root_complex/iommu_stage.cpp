@@ -1,12 +1,12 @@
 #include "models/root_complex/iommu_stage.h"
-#include "models/tlm/activity.h"
+#include "models/transport/activity.h"
 
 #include <algorithm>
 
 #include "models/pcie/time_units.h"
-#include "models/tlm/sim_clock.h"
-#include "models/tlm/stream_log.h"
-#include "models/tlm/tlp_txn.h"
+#include "models/transport/sim_clock.h"
+#include "models/transport/stream_log.h"
+#include "models/transport/tlp_txn.h"
 
 namespace p2psim::root_complex {
 

@@ -5,8 +5,8 @@
 #include "models/dma/completer.h"
 #include "models/pcie/address.h"
 #include "models/pcie/time_units.h"
-#include "models/tlm/sim_clock.h"
-#include "models/tlm/tlp_txn.h"
+#include "models/transport/sim_clock.h"
+#include "models/transport/tlp_txn.h"
 
 namespace p2psim::root_complex {
 

@@ -16,8 +16,8 @@
 #include "models/pcie/route_table.h"
 #include "models/root_complex/iommu_stage.h"
 #include "models/root_complex/p2p_forwarder.h"
-#include "models/tlm/pcie_port.h"
-#include "models/tlm/stream_log.h"
+#include "models/transport/pcie_port.h"
+#include "models/transport/stream_log.h"
 
 namespace p2psim::root_complex {
 

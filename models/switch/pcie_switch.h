@@ -15,7 +15,7 @@
 #include "models/pcie/route_table.h"
 #include "models/pcie/tlp.h"
 #include "models/switch/switch_spec.h"
-#include "models/tlm/pcie_port.h"
+#include "models/transport/pcie_port.h"
 
 namespace p2psim::pcie_switch {
 

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "models/tlm/sim_clock.h"
-#include "models/tlm/stream_log.h"
+#include "models/transport/sim_clock.h"
+#include "models/transport/stream_log.h"
 
 namespace p2psim::core {
 

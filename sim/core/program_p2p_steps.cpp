@@ -8,8 +8,8 @@
 
 #include "models/driver/cuda/cuda.h"
 #include "models/driver/kernel/kernel.h"
-#include "models/tlm/sim_clock.h"
-#include "models/tlm/stream_log.h"
+#include "models/transport/sim_clock.h"
+#include "models/transport/stream_log.h"
 #include "sim/core/byte_pattern.h"
 #include "sim/core/program_runner.h"
 

@@ -6,8 +6,8 @@
 
 #include "models/driver/cuda/cuda.h"
 #include "models/driver/kernel/kernel.h"
-#include "models/tlm/sim_clock.h"
-#include "models/tlm/stream_log.h"
+#include "models/transport/sim_clock.h"
+#include "models/transport/stream_log.h"
 #include "sim/core/driver_gpus.h"
 #include "sim/core/program_read.h"
 

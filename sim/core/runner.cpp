@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "models/tlm/sim_clock.h"
-#include "models/tlm/tlp_txn.h"
+#include "models/transport/sim_clock.h"
+#include "models/transport/tlp_txn.h"
 #include "sim/config/error.h"
 #include "sim/core/byte_pattern.h"
 #include "sim/core/endpoints.h"

@@ -15,7 +15,7 @@
 #include "models/pcie/order_policy.h"
 #include "models/root_complex/root_complex.h"
 #include "models/switch/pcie_switch.h"
-#include "models/tlm/stream_log.h"
+#include "models/transport/stream_log.h"
 #include "sim/topology/address_map.h"
 #include "sim/topology/topology.h"
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "models/tlm/activity.h"
+#include "models/transport/activity.h"
 
 namespace p2psim::core {
 

@@ -10,8 +10,8 @@
 #include "models/link/pcie_link.h"
 #include "models/root_complex/root_complex.h"
 #include "models/switch/pcie_switch.h"
-#include "models/tlm/stream_log.h"
-#include "models/tlm/tlp_txn.h"
+#include "models/transport/stream_log.h"
+#include "models/transport/tlp_txn.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // the module that kept running; a deadlock (nothing left to happen) names what is blocked.
 #include <catch2/catch.hpp>
 
-#include "models/tlm/activity.h"
+#include "models/transport/activity.h"
 #include "tests/models/harness.h"
 
 namespace {

@@ -1,8 +1,8 @@
-#include "models/tlm/stream_log.h"
+#include "models/transport/stream_log.h"
 
 #include <algorithm>
 
-#include "models/tlm/sim_clock.h"
+#include "models/transport/sim_clock.h"
 
 namespace p2psim::transport {
 

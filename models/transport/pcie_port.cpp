@@ -1,10 +1,10 @@
-#include "models/tlm/pcie_port.h"
+#include "models/transport/pcie_port.h"
 
 #include "models/link/link_channel.h"
-#include "models/tlm/activity.h"
-#include "models/tlm/sim_clock.h"
-#include "models/tlm/stream_log.h"
-#include "models/tlm/tlp_txn.h"
+#include "models/transport/activity.h"
+#include "models/transport/sim_clock.h"
+#include "models/transport/stream_log.h"
+#include "models/transport/tlp_txn.h"
 
 #include <stdexcept>
 #include <string>

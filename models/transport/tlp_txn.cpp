@@ -1,4 +1,4 @@
-#include "models/tlm/tlp_txn.h"
+#include "models/transport/tlp_txn.h"
 
 namespace p2psim::transport {
 
