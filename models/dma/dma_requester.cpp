@@ -186,7 +186,7 @@ bool dma_requester::issue_one(active_job& j) {
       t.carry(std::move(whole));
     else
       m_local.read(local, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
-    m_stats.writes += tlps;
+    m_stats.write_tlps += tlps;
     ++m_unsent[0];
     m_port.send(t);
   } else {
@@ -207,7 +207,7 @@ bool dma_requester::issue_one(active_job& j) {
     m_stats.max_tags_in_use = std::max(m_stats.max_tags_in_use, m_tags.in_use());
     transport::tlp_txn& t = make(h, j.job.stream, burst, tlps, m_params.mrrs);
     if (j.job.atomic) m_local.read(local, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));
-    (j.job.atomic ? m_stats.atomics : m_stats.reads) += tlps;
+    (j.job.atomic ? m_stats.atomics : m_stats.read_requests) += tlps;
     ++m_unsent[1];
     m_port.send(t);
   }

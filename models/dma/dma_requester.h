@@ -16,6 +16,7 @@
 #include "models/pcie/split.h"
 #include "models/pcie/tag_pool.h"
 #include "models/pcie/tlp.h"
+#include "models/stats/stat.h"
 #include "models/transport/pcie_port.h"
 #include "models/transport/stream_log.h"
 #include "models/transport/tlp_txn.h"
@@ -58,12 +59,35 @@ struct requester_params {
 };
 
 struct requester_stats {
-  uint64_t writes = 0, reads = 0, atomics = 0, completions = 0, error_completions = 0;
+  uint64_t write_tlps = 0, read_requests = 0, atomics = 0, completions = 0, error_completions = 0;
   uint64_t tag_stalls = 0;              // a read waited for a free tag
   uint64_t completion_timeouts = 0;     // reads given up: their completions never came
   uint64_t unexpected_completions = 0;  // for a tag not waiting (after its timeout)
   uint32_t max_tags_in_use = 0;
 };
+
+inline const stats::table<requester_stats>& requester_stat_table() {
+  using stats::unit;
+  static const stats::table<requester_stats> t{
+      stats::counter("write_tlps", &requester_stats::write_tlps, unit::tlps, "Writes issued."),
+      stats::counter("read_requests", &requester_stats::read_requests, unit::tlps,
+                     "Read requests issued."),
+      stats::counter("completions", &requester_stats::completions, unit::tlps,
+                     "Completions received for them."),
+      stats::counter("error_completions", &requester_stats::error_completions, unit::tlps,
+                     "Of those, Unsupported Request or Completer Abort."),
+      stats::counter("tag_stalls", &requester_stats::tag_stalls, unit::count,
+                     "Times a read waited for a free tag."),
+      stats::counter("max_tags_in_use", &requester_stats::max_tags_in_use, unit::count,
+                     "Most reads outstanding at once."),
+      stats::counter("completion_timeouts", &requester_stats::completion_timeouts, unit::count,
+                     "Reads given up because their completions never came (PCIe Base Spec "
+                     "6.2.8.2)."),
+      stats::counter("unexpected_completions", &requester_stats::unexpected_completions, unit::tlps,
+                     "Completions for a tag not waiting (after its timeout)."),
+  };
+  return t;
+}
 
 class dma_requester {
  public:

@@ -65,7 +65,7 @@ void dma_engine::receive(int, tlm::tlm_generic_payload& gp) {
     ++m_stats.bar0_accesses;
   }
   if (!target) {
-    ++m_stats.unsupported;
+    ++m_stats.unsupported_requests;
     dma::refuse_request(port, gp, m_params.bdf, pcie::cpl_status::ur, SC_ZERO_TIME, &m_log);
     return;
   }

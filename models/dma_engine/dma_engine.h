@@ -12,6 +12,7 @@
 #include "models/dma_engine/engine_spec.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/window.h"
+#include "models/stats/stat.h"
 #include "models/transport/pcie_port.h"
 #include "models/transport/stream_log.h"
 
@@ -27,8 +28,24 @@ struct engine_params : engine_spec {
 
 struct engine_stats {
   uint64_t jobs = 0;
-  uint64_t bar2_writes = 0, bar2_reads = 0, bar0_accesses = 0, unsupported = 0;
+  uint64_t bar2_writes = 0, bar2_reads = 0, bar0_accesses = 0, unsupported_requests = 0;
 };
+
+inline const stats::table<engine_stats>& engine_stat_table() {
+  using stats::unit;
+  static const stats::table<engine_stats> t{
+      stats::counter("jobs", &engine_stats::jobs, unit::count, "DMA descriptors processed."),
+      stats::counter("bar2_writes", &engine_stats::bar2_writes, unit::tlps,
+                     "Peer writes into the on-board memory."),
+      stats::counter("bar2_reads", &engine_stats::bar2_reads, unit::tlps,
+                     "Peer read requests of the on-board memory."),
+      stats::counter("bar0_accesses", &engine_stats::bar0_accesses, unit::tlps,
+                     "Register accesses."),
+      stats::counter("unsupported_requests", &engine_stats::unsupported_requests, unit::tlps,
+                     "Requests that hit no BAR: Unsupported Request."),
+  };
+  return t;
+}
 
 class dma_engine : public sc_core::sc_module, public transport::tlp_handler {
  public:

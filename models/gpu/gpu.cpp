@@ -58,7 +58,7 @@ void gpu::request(tlm::tlm_generic_payload& gp) {
     // A TLP never crosses a 4 KiB boundary, so it lies within one 64 KiB BAR1 page.
     auto vram = m_bar1.translate(h.address - m_params.bar1.base);
     if (!vram) {
-      ++m_stats.bar1_unmapped;
+      ++m_stats.bar1_unmapped_accesses;
       refuse(gp, pcie::cpl_status::ca);
       return;
     }
@@ -74,7 +74,7 @@ void gpu::request(tlm::tlm_generic_payload& gp) {
     gp.release();
     return;
   }
-  ++m_stats.unsupported;
+  ++m_stats.unsupported_requests;
   refuse(gp, pcie::cpl_status::ur);
 }
 

@@ -15,6 +15,7 @@
 #include "models/memory/backing_store.h"
 #include "models/pcie/order_policy.h"
 #include "models/pcie/window.h"
+#include "models/stats/stat.h"
 #include "models/transport/pcie_port.h"
 #include "models/transport/stream_log.h"
 
@@ -31,10 +32,27 @@ struct gpu_params : gpu_spec {
 
 struct gpu_stats {
   uint64_t bar1_writes = 0, bar1_reads = 0;
-  uint64_t bar1_unmapped = 0;  // accesses to unmapped BAR1 pages: refused
+  uint64_t bar1_unmapped_accesses = 0;  // accesses to unmapped BAR1 pages: refused
   uint64_t bar0_accesses = 0;
-  uint64_t unsupported = 0;  // requests that hit no BAR
+  uint64_t unsupported_requests = 0;  // requests that hit no BAR
 };
+
+// The counters; the VRAM allocated is reported beside them (stats_dump).
+inline const stats::table<gpu_stats>& gpu_stat_table() {
+  using stats::unit;
+  static const stats::table<gpu_stats> t{
+      stats::counter("bar1_writes", &gpu_stats::bar1_writes, unit::tlps,
+                     "Peer writes into VRAM through BAR1."),
+      stats::counter("bar1_reads", &gpu_stats::bar1_reads, unit::tlps,
+                     "Peer read requests through BAR1."),
+      stats::counter("bar1_unmapped_accesses", &gpu_stats::bar1_unmapped_accesses, unit::tlps,
+                     "Accesses to BAR1 pages nothing is mapped at: refused."),
+      stats::counter("bar0_accesses", &gpu_stats::bar0_accesses, unit::tlps, "Register accesses."),
+      stats::counter("unsupported_requests", &gpu_stats::unsupported_requests, unit::tlps,
+                     "Requests that hit no BAR: Unsupported Request."),
+  };
+  return t;
+}
 
 class gpu : public sc_core::sc_module, public transport::tlp_handler {
  public:

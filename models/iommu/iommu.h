@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "models/iommu/iommu_spec.h"
+#include "models/stats/stat.h"
 
 namespace p2psim::iommu {
 
@@ -32,6 +33,27 @@ struct iommu_stats {
   uint64_t mapped_pages = 0;  // I/O pages mapped now
   uint64_t maps = 0, unmaps = 0;
 };
+
+// The counters; the domain's mode is reported beside them (stats_dump).
+inline const stats::table<iommu_stats>& iommu_stat_table() {
+  using stats::unit;
+  static const stats::table<iommu_stats> t{
+      stats::counter("translations", &iommu_stats::translations, unit::count,
+                     "Requests translated."),
+      stats::counter("iotlb_hits", &iommu_stats::iotlb_hits, unit::count, "Of those, IOTLB hits."),
+      stats::counter("iotlb_misses", &iommu_stats::iotlb_misses, unit::count,
+                     "Of those, page walks."),
+      stats::counter("iotlb_evictions", &iommu_stats::iotlb_evictions, unit::count,
+                     "IOTLB entries evicted (LRU)."),
+      stats::counter("faults", &iommu_stats::faults, unit::count,
+                     "Unmapped or permission-violating accesses: blocked."),
+      stats::counter("mapped_pages", &iommu_stats::mapped_pages, unit::pages,
+                     "I/O pages mapped at the end."),
+      stats::counter("maps", &iommu_stats::maps, unit::count, "Map calls."),
+      stats::counter("unmaps", &iommu_stats::unmaps, unit::count, "Unmap calls."),
+  };
+  return t;
+}
 
 class iommu_domain {
  public:

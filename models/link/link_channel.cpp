@@ -59,7 +59,7 @@ tlm::tlm_sync_enum link_channel::in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_ph
   m_queue[c].push_back({&gp, ready, m_seq++});
   uint64_t depth = m_queue[0].size() + m_queue[1].size() + m_queue[2].size();
   if (!m_ahead_starts.empty()) depth += waiting_ahead(now);
-  m_stats.max_queue = std::max(m_stats.max_queue, depth);
+  m_stats.max_queue_tlps = std::max(m_stats.max_queue_tlps, depth);
   if (!m_pumping) pump();
   return tlm::TLM_ACCEPTED;
 }

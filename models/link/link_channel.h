@@ -11,6 +11,7 @@
 #include <systemc>
 #include <tlm>
 #include "models/pcie/fifo.h"
+#include "models/stats/stat.h"
 
 #include "models/pcie/credits.h"
 #include "models/pcie/order_policy.h"
@@ -41,11 +42,37 @@ struct channel_stats {
   uint64_t dllps = 0;
   uint64_t busy_ps = 0;        // time the serializer was sending
   uint64_t credit_stalls = 0;  // TLPs that waited for credits: ready, the serializer free
-  uint64_t max_queue = 0;
+  uint64_t max_queue_tlps = 0;
   uint64_t relaxed_ordering_tlps = 0;  // TLPs with the RO attribute set
   uint64_t dropped_tlps = 0;           // discarded because the link was down
   uint64_t dropped_bytes = 0;          // their payload
 };
+
+inline const stats::table<channel_stats>& channel_stat_table() {
+  using stats::unit;
+  static const stats::table<channel_stats> t{
+      stats::counter("tlps", &channel_stats::tlps, unit::tlps, "TLPs sent."),
+      stats::counter("payload_bytes", &channel_stats::payload_bytes, unit::bytes, "Their payload."),
+      stats::counter("wire_bytes", &channel_stats::wire_bytes, unit::bytes,
+                     "TLPs with headers and framing, plus the DLLPs charged to this direction."),
+      stats::counter("dllps", &channel_stats::dllps, unit::count, "ACK and UpdateFC DLLPs."),
+      stats::counter("busy_ps", &channel_stats::busy_ps, unit::picoseconds,
+                     "Time the serializer was sending."),
+      stats::time_share("utilization_ratio", &channel_stats::busy_ps,
+                        "busy_ps over the simulated time."),
+      stats::counter("credit_stalls", &channel_stats::credit_stalls, unit::tlps,
+                     "TLPs that waited for flow-control credits while ready and the serializer "
+                     "free (of their own, or of an older TLP they may not pass)."),
+      stats::counter("max_queue_tlps", &channel_stats::max_queue_tlps, unit::tlps,
+                     "Most TLPs queued at once."),
+      stats::counter("relaxed_ordering_tlps", &channel_stats::relaxed_ordering_tlps, unit::tlps,
+                     "TLPs with the Relaxed Ordering attribute."),
+      stats::counter("dropped_tlps", &channel_stats::dropped_tlps, unit::tlps,
+                     "TLPs discarded because the link was down."),
+      stats::counter("dropped_bytes", &channel_stats::dropped_bytes, unit::bytes, "Their payload."),
+  };
+  return t;
+}
 
 class link_channel : public sc_core::sc_module {
  public:

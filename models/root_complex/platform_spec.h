@@ -37,7 +37,7 @@ struct platform_spec {
 
 // Device requests for a peer on another socket: the interconnect's policies, re-emitted and
 // delayed as the root complex's own P2P path does.
-inline forwarding_spec cross_socket_forwarding(const platform_spec& p) {
+inline forwarding_spec interconnect_forwarding(const platform_spec& p) {
   return {p.interconnect_p2p_write, p.interconnect_p2p_read, p.p2p.tlp_bytes, p.p2p.latency_ns};
 }
 

@@ -19,16 +19,16 @@ root_complex::root_complex(sc_module_name name, const rc_params& p, transport::s
       m_memory(p.memory.size),
       m_memory_port(m_memory, p.platform.memory, p.bdf, log),
       m_p2p(p.platform.p2p, *this, pcie::ns_to_ps(p.platform.rc_latency_ns), 0),
-      m_remote_p2p(cross_socket_forwarding(p.platform), *this,
-                   pcie::ns_to_ps(p.platform.rc_latency_ns), p2p_forwarder::proxy_tags),
+      m_interconnect_p2p(interconnect_forwarding(p.platform), *this,
+                         pcie::ns_to_ps(p.platform.rc_latency_ns), p2p_forwarder::proxy_tags),
       m_iommu("iommu", p.root_ports,
               [this](int in, tlm::tlm_generic_payload& gp, bool blocked) {
                 dispatch(in, gp, blocked);
               }),
       m_latency_ps(pcie::ns_to_ps(p.platform.rc_latency_ns)) {
   for (int i = 0; i < p.root_ports + p.interconnect_ports; ++i) {
-    std::string n =
-        i < p.root_ports ? "rp" + std::to_string(i) : "qpi" + std::to_string(i - p.root_ports);
+    std::string n = i < p.root_ports ? "rp" + std::to_string(i)
+                                     : "interconnect" + std::to_string(i - p.root_ports);
     m_ports.push_back(std::make_unique<transport::pcie_port>(n.c_str(), *this, i));
   }
 }
@@ -81,7 +81,7 @@ void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
     // A root port whose link is down answers non-posted requests for it with UR (PCIe Base
     // Spec 2.9.1); posted ones go on to the link, which discards them.
     if (!m_ports[out]->link_up() && pcie::is_non_posted(h.type)) {
-      ++m_stats.unsupported;
+      ++m_stats.unsupported_requests;
       refused(gp, in);
       return;
     }
@@ -89,14 +89,14 @@ void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
       ++m_stats.p2p_requests;
       m_p2p.forward(gp, in, out);
     } else {  // from another socket: its root complex applied the cross-socket policy
-      ++m_stats.remote_requests;
+      ++m_stats.interconnect_requests;
       transport::txn(gp).ext.ingress_port = in;
       send(out, gp, m_latency_ps);
     }
     return;
   }
   if (int out = m_remote_memory.by_address(h.address); out >= 0 && out != in) {
-    ++m_stats.remote_requests;  // host memory of another socket: not peer to peer
+    ++m_stats.interconnect_requests;  // host memory of another socket: not peer to peer
     transport::txn(gp).ext.ingress_port = in;
     // The interconnect's latency stands for the whole hop to the remote home agent, and the
     // remote memory controller charges the root complex's latency as for a local read.
@@ -104,24 +104,24 @@ void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
     return;
   }
   if (int out = m_remote_routes.by_address(h.address); out >= 0 && out != in) {
-    ++m_stats.remote_requests;
+    ++m_stats.interconnect_requests;
     if (is_root_port(in)) {
-      ++m_stats.remote_p2p_requests;
-      m_remote_p2p.forward(gp, in, out);
+      ++m_stats.interconnect_p2p_requests;
+      m_interconnect_p2p.forward(gp, in, out);
     } else {
       transport::txn(gp).ext.ingress_port = in;
       send(out, gp, m_latency_ps);
     }
     return;
   }
-  ++m_stats.unsupported;
+  ++m_stats.unsupported_requests;
   refused(gp, in);
 }
 
 void root_complex::completion(int in, tlm::tlm_generic_payload& gp) {
   const auto& h = transport::hdr(gp);
   if (h.requester_id == m_params.bdf) {
-    if (m_p2p.completion(gp, in) || m_remote_p2p.completion(gp, in)) return;
+    if (m_p2p.completion(gp, in) || m_interconnect_p2p.completion(gp, in)) return;
   } else {
     int out = m_root_routes.by_bus(pcie::bus_of(h.requester_id));
     if (out < 0) out = m_remote_routes.by_bus(pcie::bus_of(h.requester_id));

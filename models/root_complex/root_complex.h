@@ -16,6 +16,7 @@
 #include "models/pcie/route_table.h"
 #include "models/root_complex/iommu_stage.h"
 #include "models/root_complex/p2p_forwarder.h"
+#include "models/stats/stat.h"
 #include "models/transport/pcie_port.h"
 #include "models/transport/stream_log.h"
 
@@ -31,10 +32,35 @@ struct rc_params {
 
 struct rc_stats {
   uint64_t memory_writes = 0, memory_reads = 0;
-  uint64_t p2p_requests = 0, remote_p2p_requests = 0, remote_requests = 0;
-  uint64_t unsupported = 0, unexpected_completions = 0;
+  uint64_t p2p_requests = 0, interconnect_p2p_requests = 0, interconnect_requests = 0;
+  uint64_t unsupported_requests = 0, unexpected_completions = 0;
   uint64_t iommu_faults = 0;  // device requests the IOMMU blocked (DMA remapping faults)
 };
+
+// The counters; the IOMMU's mode and walk wait are reported beside them (stats_dump).
+inline const stats::table<rc_stats>& rc_stat_table() {
+  using stats::unit;
+  static const stats::table<rc_stats> t{
+      stats::counter("iommu_faults", &rc_stats::iommu_faults, unit::tlps,
+                     "Device requests the IOMMU blocked (DMA remapping faults)."),
+      stats::counter("memory_writes", &rc_stats::memory_writes, unit::tlps,
+                     "Writes to this socket's memory."),
+      stats::counter("memory_reads", &rc_stats::memory_reads, unit::tlps,
+                     "Read requests to this socket's memory."),
+      stats::counter("p2p_requests", &rc_stats::p2p_requests, unit::tlps,
+                     "Peer requests forwarded between root ports of this socket."),
+      stats::counter("interconnect_p2p_requests", &rc_stats::interconnect_p2p_requests, unit::tlps,
+                     "Peer requests sent over the socket interconnect."),
+      stats::counter("interconnect_requests", &rc_stats::interconnect_requests, unit::tlps,
+                     "Requests sent over the socket interconnect, peer or host memory."),
+      stats::counter("unsupported_requests", &rc_stats::unsupported_requests, unit::tlps,
+                     "Requests answered with Unsupported Request or dropped (unrouted P2P, no "
+                     "target, link down)."),
+      stats::counter("unexpected_completions", &rc_stats::unexpected_completions, unit::tlps,
+                     "Completions for no outstanding request: dropped."),
+  };
+  return t;
+}
 
 class root_complex : public sc_core::sc_module,
                      public transport::tlp_handler,
@@ -85,7 +111,7 @@ class root_complex : public sc_core::sc_module,
   pcie::route_table m_root_routes, m_remote_routes, m_remote_memory;
   memory::backing_store m_memory;
   dma::memory_completer m_memory_port;
-  p2p_forwarder m_p2p, m_remote_p2p;
+  p2p_forwarder m_p2p, m_interconnect_p2p;  // between root ports; onto the interconnect
   iommu_stage m_iommu;
   uint64_t m_latency_ps;
   rc_stats m_stats;

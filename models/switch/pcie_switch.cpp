@@ -40,7 +40,7 @@ int pcie_switch::route(int in, tlm::tlm_generic_payload& gp) {
   if (out < 0) return 0;     // not below us: up
   if (out == in) return -1;  // a device addressing its own port's window
   if (m_params.acs_redirect) {
-    ++m_stats.redirected;
+    ++m_stats.acs_redirected_tlps;
     return 0;
   }
   return out;
@@ -58,13 +58,13 @@ void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
       m_ports[in]->free_buffer(gp);
       gp.release();
     } else {
-      ++m_stats.unsupported;
+      ++m_stats.unsupported_requests;
       dma::refuse_request(*m_ports[in], gp, m_params.bdf, pcie::cpl_status::ur, SC_ZERO_TIME,
                           nullptr);
     }
     return;
   }
-  ++m_stats.forwarded;
+  ++m_stats.forwarded_tlps;
   transport::txn(gp).ext.ingress_port = in;
   auto& occ = m_stats.ingress[in];
   const int c = int(pcie::fc_class_of(h.type));

@@ -14,6 +14,7 @@
 #include "models/pcie/fifo.h"
 #include "models/pcie/route_table.h"
 #include "models/pcie/tlp.h"
+#include "models/stats/stat.h"
 #include "models/switch/switch_spec.h"
 #include "models/transport/pcie_port.h"
 
@@ -31,12 +32,30 @@ struct ingress_occupancy {
 };
 
 struct switch_stats {
-  uint64_t forwarded = 0;
-  uint64_t redirected = 0;   // ACS: peer requests sent up instead of across
-  uint64_t unsupported = 0;  // requests no port claims
+  uint64_t forwarded_tlps = 0;
+  uint64_t acs_redirected_tlps = 0;   // ACS: peer requests sent up instead of across
+  uint64_t unsupported_requests = 0;  // requests no port claims
   uint64_t unexpected_completions = 0;
   std::vector<ingress_occupancy> ingress;  // per port: up, down0, down1, ...
 };
+
+// The counters; `ingress` is reported per port as `ingress_max_tlps` (stats_dump).
+inline const stats::table<switch_stats>& switch_stat_table() {
+  using stats::unit;
+  static const stats::table<switch_stats> t{
+      stats::counter("forwarded_tlps", &switch_stats::forwarded_tlps, unit::tlps,
+                     "TLPs forwarded from an ingress to an egress port."),
+      stats::counter("acs_redirected_tlps", &switch_stats::acs_redirected_tlps, unit::tlps,
+                     "Peer requests sent up to the root complex instead of across (ACS P2P "
+                     "Request Redirect)."),
+      stats::counter("unsupported_requests", &switch_stats::unsupported_requests, unit::tlps,
+                     "Requests no port claims, or for a port whose link is down: answered with "
+                     "Unsupported Request (non-posted) or dropped."),
+      stats::counter("unexpected_completions", &switch_stats::unexpected_completions, unit::tlps,
+                     "Completions for a requester ID no port claims: dropped."),
+  };
+  return t;
+}
 
 class pcie_switch : public sc_core::sc_module, public transport::tlp_handler {
  public:

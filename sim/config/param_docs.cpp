@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "sim/config/units.h"
 
 namespace p2psim::config {
@@ -72,6 +74,29 @@ std::string markdown_table(const std::vector<param_row>& rows) {
   for (const auto& r : rows)
     out += fmt::format("| `{}` | {} | {} | {} |\n", r.key, r.type, r.default_text, r.meaning);
   return out;
+}
+
+std::string regenerate_blocks(const std::string& doc, const std::string& marker,
+                              const std::map<std::string, std::string>& tables) {
+  const std::string open = "\n<!-- " + marker + ": ", close = "\n<!-- end " + marker + " -->";
+  std::string out;
+  size_t at = 0;
+  for (size_t start; (start = doc.find(open, at)) != std::string::npos;) {
+    const size_t name_end = doc.find(" -->\n", start + 1);
+    if (name_end == std::string::npos)
+      throw std::runtime_error("unterminated " + marker + " marker");
+    const std::string name = doc.substr(start + open.size(), name_end - start - open.size());
+    const size_t body = name_end + 5;
+    const size_t end = doc.find(close, body - 1);
+    if (end == std::string::npos)
+      throw std::runtime_error(marker + " block '" + name + "' has no end marker");
+    auto it = tables.find(name);
+    if (it == tables.end())
+      throw std::runtime_error("no " + marker + " table named '" + name + "'");
+    out += doc.substr(at, body - at) + it->second;
+    at = end + 1;
+  }
+  return out + doc.substr(at);
 }
 
 }  // namespace p2psim::config

@@ -3,6 +3,7 @@
 // effective-configuration dump.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,5 +50,11 @@ std::vector<std::pair<std::string, std::string>> values(const params::table<Spec
 
 // | Key | Type | Default | Meaning |, a row each, for docs/.
 std::string markdown_table(const std::vector<param_row>& rows);
+
+// `doc` with the body of every "<!-- MARKER: NAME -->" ... "<!-- end MARKER -->" block (each
+// marker a line of its own) replaced by tables.at(NAME). An unknown NAME or an unclosed block
+// -> std::runtime_error.
+std::string regenerate_blocks(const std::string& doc, const std::string& marker,
+                              const std::map<std::string, std::string>& tables);
 
 }  // namespace p2psim::config

@@ -6,37 +6,23 @@ using nlohmann::json;
 
 namespace {
 
-json channel(const link::channel_stats& s, uint64_t simulated_ns) {
-  double sim_ps = double(simulated_ns) * 1000.0;
-  return {{"tlps", s.tlps},
-          {"payload_bytes", s.payload_bytes},
-          {"wire_bytes", s.wire_bytes},
-          {"dllps", s.dllps},
-          {"busy_ps", s.busy_ps},
-          {"utilization_ratio", sim_ps > 0 ? s.busy_ps / sim_ps : 0.0},
-          {"credit_stalls", s.credit_stalls},
-          {"max_queue_tlps", s.max_queue},
-          {"relaxed_ordering_tlps", s.relaxed_ordering_tlps},
-          {"dropped_tlps", s.dropped_tlps},
-          {"dropped_bytes", s.dropped_bytes}};
-}
-
-json iommu_domain_stats(const iommu::iommu_domain& d) {
-  const auto& s = d.stats();
-  return {{"mode", iommu::to_string(d.mode())},
-          {"translations", s.translations},
-          {"iotlb_hits", s.iotlb_hits},
-          {"iotlb_misses", s.iotlb_misses},
-          {"iotlb_evictions", s.iotlb_evictions},
-          {"faults", s.faults},
-          {"mapped_pages", s.mapped_pages},
-          {"maps", s.maps},
-          {"unmaps", s.unmaps}};
+// Every declared stat of `s` under its key (models/stats/stat.h).
+template <class Stats>
+json declared(const stats::table<Stats>& t, const Stats& s, uint64_t simulated_ps) {
+  json j = json::object();
+  for (const auto& st : t)
+    if (st.count)
+      j[st.key] = st.count(s);
+    else
+      j[st.key] = st.ratio(s, simulated_ps);
+  return j;
 }
 
 }  // namespace
 
 json dump_stats(fabric_system& sys, uint64_t ns) {
+  const uint64_t ps = ns * 1000;
+  const auto& channel = link::channel_stat_table();
   json j;
   for (const auto& [name, l] : sys.links()) {
     const auto& p = l->params();
@@ -45,19 +31,16 @@ json dump_stats(fabric_system& sys, uint64_t ns) {
                         {"raw_gbps", l->raw_gbs()},
                         {"ack_limit_bytes", p.ack_limit},
                         {"fc_limit_bytes", p.fc_limit},
-                        {"downstream", channel(l->downstream().stats(), ns)},
-                        {"upstream", channel(l->upstream().stats(), ns)}};
+                        {"downstream", declared(channel, l->downstream().stats(), ps)},
+                        {"upstream", declared(channel, l->upstream().stats(), ps)}};
   }
   for (const auto& [name, q] : sys.interconnects())
     j["interconnects"][name] = {{"bandwidth_gbps", q->params().bandwidth_gbs},
-                                {"a_to_b", channel(q->a_to_b().stats(), ns)},
-                                {"b_to_a", channel(q->b_to_a().stats(), ns)}};
+                                {"a_to_b", declared(channel, q->a_to_b().stats(), ps)},
+                                {"b_to_a", declared(channel, q->b_to_a().stats(), ps)}};
   for (const auto& [name, sw] : sys.switches()) {
     const auto& s = sw->stats();
-    j["switches"][name] = {{"forwarded_tlps", s.forwarded},
-                           {"acs_redirected_tlps", s.redirected},
-                           {"unsupported_requests", s.unsupported},
-                           {"unexpected_completions", s.unexpected_completions}};
+    j["switches"][name] = declared(pcie_switch::switch_stat_table(), s, ps);
     for (size_t i = 0; i < s.ingress.size(); ++i) {
       std::string port = i == 0 ? "up" : "down" + std::to_string(i - 1);
       const auto& m = s.ingress[i].max;
@@ -67,49 +50,27 @@ json dump_stats(fabric_system& sys, uint64_t ns) {
   }
   for (const auto& sock : sys.topology().sockets) {
     const auto* rc = sys.find_socket(sock.name);
-    const auto& s = rc->stats();
-    j["root_complexes"][sock.name] = {{"iommu_mode", iommu::to_string(sock.iommu.mode)},
-                                      {"iommu_faults", s.iommu_faults},
-                                      {"iommu_walk_wait_ps", rc->iommu().walk_wait_ps()},
-                                      {"memory_writes", s.memory_writes},
-                                      {"memory_reads", s.memory_reads},
-                                      {"p2p_requests", s.p2p_requests},
-                                      {"cross_socket_p2p_requests", s.remote_p2p_requests},
-                                      {"cross_socket_requests", s.remote_requests},
-                                      {"unsupported_requests", s.unsupported},
-                                      {"unexpected_completions", s.unexpected_completions}};
+    json r = declared(root_complex::rc_stat_table(), rc->stats(), ps);
+    r["iommu_mode"] = iommu::to_string(sock.iommu.mode);
+    r["iommu_walk_wait_ps"] = rc->iommu().walk_wait_ps();
+    j["root_complexes"][sock.name] = r;
   }
   for (const auto& d : sys.topology().devices) {
     const dma::requester_stats* rs = nullptr;
     json dj;
     if (auto* g = sys.find_gpu(d.name)) {
-      const auto& s = g->stats();
-      dj = {{"bar1_writes", s.bar1_writes},
-            {"bar1_reads", s.bar1_reads},
-            {"bar1_unmapped_accesses", s.bar1_unmapped},
-            {"bar0_accesses", s.bar0_accesses},
-            {"unsupported_requests", s.unsupported},
-            {"vram_allocated_bytes", g->vram().allocated_bytes()}};
+      dj = declared(gpu::gpu_stat_table(), g->stats(), ps);
+      dj["vram_allocated_bytes"] = g->vram().allocated_bytes();
       rs = &g->copy_engine().stats();
     } else if (auto* e = sys.find_engine(d.name)) {
-      const auto& s = e->stats();
-      dj = {{"jobs", s.jobs},
-            {"bar2_writes", s.bar2_writes},
-            {"bar2_reads", s.bar2_reads},
-            {"bar0_accesses", s.bar0_accesses},
-            {"unsupported_requests", s.unsupported}};
+      dj = declared(dma_engine::engine_stat_table(), e->stats(), ps);
       rs = &e->requester().stats();
     }
-    if (const auto* dom = sys.iommu_for(d.name)) dj["iommu"] = iommu_domain_stats(*dom);
-    if (rs)
-      dj["requester"] = {{"write_tlps", rs->writes},
-                         {"read_requests", rs->reads},
-                         {"completions", rs->completions},
-                         {"error_completions", rs->error_completions},
-                         {"tag_stalls", rs->tag_stalls},
-                         {"max_tags_in_use", rs->max_tags_in_use},
-                         {"completion_timeouts", rs->completion_timeouts},
-                         {"unexpected_completions", rs->unexpected_completions}};
+    if (const auto* dom = sys.iommu_for(d.name)) {
+      dj["iommu"] = declared(iommu::iommu_stat_table(), dom->stats(), ps);
+      dj["iommu"]["mode"] = iommu::to_string(dom->mode());
+    }
+    if (rs) dj["requester"] = declared(dma::requester_stat_table(), *rs, ps);
     j["devices"][d.name] = dj;
   }
   return j;

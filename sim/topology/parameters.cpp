@@ -2,7 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <stdexcept>
+#include <map>
 
 namespace p2psim::topo {
 namespace {
@@ -92,27 +92,9 @@ std::vector<parameter_table> parameter_tables() {
 }
 
 std::string regenerate_parameter_blocks(const std::string& doc) {
-  // Markers are lines of their own.
-  static const std::string open = "\n<!-- parameters: ", close = "\n<!-- end parameters -->";
-  const auto tables = parameter_tables();
-  std::string out;
-  size_t at = 0;
-  for (size_t start; (start = doc.find(open, at)) != std::string::npos;) {
-    const size_t name_end = doc.find(" -->\n", start + 1);
-    if (name_end == std::string::npos) throw std::runtime_error("unterminated parameters marker");
-    const std::string name = doc.substr(start + open.size(), name_end - start - open.size());
-    const size_t body = name_end + 5;
-    const size_t end = doc.find(close, body - 1);
-    if (end == std::string::npos)
-      throw std::runtime_error("parameters block '" + name + "' has no end marker");
-    const parameter_table* table = nullptr;
-    for (const auto& t : tables)
-      if (t.name == name) table = &t;
-    if (!table) throw std::runtime_error("no parameter table named '" + name + "'");
-    out += doc.substr(at, body - at) + config::markdown_table(table->rows);
-    at = end + 1;
-  }
-  return out + doc.substr(at);
+  std::map<std::string, std::string> tables;
+  for (const auto& t : parameter_tables()) tables[t.name] = config::markdown_table(t.rows);
+  return config::regenerate_blocks(doc, "parameters", tables);
 }
 
 std::string effective_yaml(const topology& t) {

@@ -129,7 +129,7 @@ TEST_CASE("a switch promises nothing past a request it may refuse at once", "[lo
   CHECK(rig.promises(1, arrives - on_wire.ser_ps + 110 * ns));
   CHECK_FALSE(rig.promises(1, arrives - on_wire.ser_ps + 110 * ns + 1));
   sc_core::sc_start();
-  CHECK(rig.sw.stats().unsupported == 1);
+  CHECK(rig.sw.stats().unsupported_requests == 1);
 }
 
 TEST_CASE("a root complex promises a root port nothing sooner than the interconnect could bring",
