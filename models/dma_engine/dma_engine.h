@@ -7,6 +7,7 @@
 #include <deque>
 #include <systemc>
 
+#include "models/dma/dma_initiator.h"
 #include "models/dma/dma_requester.h"
 #include "models/dma/memory_completer.h"
 #include "models/dma_engine/engine_spec.h"
@@ -47,15 +48,17 @@ inline const stats::table<engine_stats>& engine_stat_table() {
   return t;
 }
 
-class dma_engine : public sc_core::sc_module, public transport::tlp_handler {
+class dma_engine : public sc_core::sc_module,
+                   public transport::tlp_handler,
+                   public dma::dma_initiator {
  public:
   transport::pcie_port port;
 
   dma_engine(sc_core::sc_module_name name, const engine_params& p, transport::stream_log& log);
   // Queues a descriptor list; it starts after the descriptor latency.
-  void submit(dma::dma_job job);
-  memory::backing_store& local_memory() { return m_local; }
-  const dma::dma_requester& requester() const { return m_req; }
+  void submit(dma::dma_job job) override;
+  memory::backing_store& local_memory() override { return m_local; }
+  const dma::dma_requester& requester() const override { return m_req; }
   const engine_params& params() const { return m_params; }
   const engine_stats& stats() const { return m_stats; }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <systemc>
 
+#include "models/dma/dma_initiator.h"
 #include "models/dma/dma_requester.h"
 #include "models/dma/memory_completer.h"
 #include "models/gpu/bar1_page_table.h"
@@ -54,7 +55,7 @@ inline const stats::table<gpu_stats>& gpu_stat_table() {
   return t;
 }
 
-class gpu : public sc_core::sc_module, public transport::tlp_handler {
+class gpu : public sc_core::sc_module, public transport::tlp_handler, public dma::dma_initiator {
  public:
   transport::pcie_port port;
 
@@ -66,6 +67,10 @@ class gpu : public sc_core::sc_module, public transport::tlp_handler {
   bar1_page_table& bar1() { return m_bar1; }
   rdma_visibility& visibility() { return m_visibility; }
   dma::dma_requester& copy_engine() { return m_copy; }
+  // As a DMA initiator: its copy engine, between VRAM and the bus.
+  memory::backing_store& local_memory() override { return m_vram; }
+  void submit(dma::dma_job job) override { m_copy.submit(std::move(job)); }
+  const dma::dma_requester& requester() const override { return m_copy; }
   const gpu_stats& stats() const { return m_stats; }
 
   void receive(int port, tlm::tlm_generic_payload& gp) override;

@@ -4,24 +4,6 @@
 
 namespace p2psim::core {
 
-initiator_ref::initiator_ref(fabric_system& sys, const std::string& name)
-    : m_gpu(sys.find_gpu(name)), m_engine(sys.find_engine(name)) {}
-
-memory::backing_store& initiator_ref::local() {
-  return m_gpu ? m_gpu->vram() : m_engine->local_memory();
-}
-
-void initiator_ref::submit(dma::dma_job job) {
-  if (m_gpu)
-    m_gpu->copy_engine().submit(std::move(job));
-  else
-    m_engine->submit(std::move(job));
-}
-
-const dma::dma_requester& initiator_ref::requester() const {
-  return m_gpu ? m_gpu->copy_engine() : m_engine->requester();
-}
-
 target_region::target_region(fabric_system& sys, const std::string& name, uint64_t offset,
                              uint64_t bytes, const region_options& o)
     : m_offset(offset) {

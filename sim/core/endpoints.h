@@ -1,6 +1,5 @@
-// The scenario runner's view of the fabric: who can initiate a DMA (a GPU's copy engine, a
-// DMA engine) and where a transfer's bytes live on the bus (a GPU's BAR1 mapped onto VRAM,
-// a DMA engine's BAR2, a socket's host memory).
+// The scenario runner's view of the fabric: where a transfer's bytes live on the bus (a GPU's BAR1
+// mapped onto VRAM, a DMA engine's BAR2, a socket's host memory).
 #pragma once
 
 #include <cstdint>
@@ -11,19 +10,6 @@
 #include "sim/core/system.h"
 
 namespace p2psim::core {
-
-class initiator_ref {
- public:
-  initiator_ref(fabric_system& sys, const std::string& name);
-  explicit operator bool() const { return m_gpu || m_engine; }
-  memory::backing_store& local();
-  void submit(dma::dma_job job);
-  const dma::dma_requester& requester() const;
-
- private:
-  gpu::gpu* m_gpu = nullptr;
-  dma_engine::dma_engine* m_engine = nullptr;
-};
 
 struct region_options {
   bool map_bar1 = true;                  // GPU target: map BAR1 pages onto VRAM

@@ -105,7 +105,7 @@ class job_submitter : public sc_module {
   // Moves `size` bytes per stream on `streams` streams at once and verifies them.
   outcome move(const transfer_spec& t, uint64_t size, int streams, uint64_t seed,
                uint64_t base = 0) {
-    initiator_ref init(m_sys, t.initiator);
+    dma::dma_initiator& init = *m_sys.find_initiator(t.initiator);
     const region_options ro{t.map_bar1, m_sys.iommu_for(t.initiator), t.iommu_map, t.write};
     transport::stream_log& log = m_sys.streams();
     std::vector<std::unique_ptr<target_region>> regions;
@@ -120,11 +120,11 @@ class job_submitter : public sc_module {
       // read the patterns, and filling them costs more wall time and RSS than the simulation.
       if (!m_sc.verify) continue;
       if (t.write) {
-        fill_pattern(init.local(), off, size, seed + i);
+        fill_pattern(init.local_memory(), off, size, seed + i);
         fill_pattern(reg.store(), reg.offset(), size, ~(seed + i));
       } else {
         fill_pattern(reg.store(), reg.offset(), size, seed + i);
-        fill_pattern(init.local(), off, size, ~(seed + i));
+        fill_pattern(init.local_memory(), off, size, ~(seed + i));
       }
     }
     count_data_wall(data0);
@@ -156,12 +156,12 @@ class job_submitter : public sc_module {
       uint64_t off = base + uint64_t(i) * slot_bytes(size);
       auto& reg = *regions[i];
       if (r.failed_bytes == 0) {  // everything landed: it must equal the source
-        o.mismatched += t.write
-                            ? count_mismatches(init.local(), off, reg.store(), reg.offset(), size)
-                            : count_mismatches(reg.store(), reg.offset(), init.local(), off, size);
+        o.mismatched +=
+            t.write ? count_mismatches(init.local_memory(), off, reg.store(), reg.offset(), size)
+                    : count_mismatches(reg.store(), reg.offset(), init.local_memory(), off, size);
       } else if (r.landed_bytes == 0) {  // all refused: the destination must be untouched
         o.leaked += t.write ? count_changed(reg.store(), reg.offset(), size, ~(seed + i))
-                            : count_changed(init.local(), off, size, ~(seed + i));
+                            : count_changed(init.local_memory(), off, size, ~(seed + i));
       }
     }
     count_data_wall(data0);

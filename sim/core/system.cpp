@@ -259,6 +259,10 @@ dma_engine::dma_engine* fabric_system::find_engine(const std::string& n) {
   auto it = m_engines.find(n);
   return it == m_engines.end() ? nullptr : it->second.get();
 }
+dma::dma_initiator* fabric_system::find_initiator(const std::string& n) {
+  if (auto* g = find_gpu(n)) return g;
+  return find_engine(n);
+}
 root_complex::root_complex* fabric_system::find_socket(const std::string& n) {
   auto it = m_sockets.find(n);
   return it == m_sockets.end() ? nullptr : it->second.get();

@@ -40,6 +40,9 @@ class fabric_system {
 
   gpu::gpu* find_gpu(const std::string& name);
   dma_engine::dma_engine* find_engine(const std::string& name);
+  // The device `name` as a DMA initiator (a GPU's copy engine, a DMA engine); nullptr if it
+  // is none.
+  dma::dma_initiator* find_initiator(const std::string& name);
   root_complex::root_complex* find_socket(const std::string& name);
   // The IOMMU domain a device's DMA goes through (its socket's `iommu`), so a driver can map
   // I/O virtual addresses for it; nullptr when that IOMMU is off.

@@ -202,7 +202,7 @@ class harness : public sc_module {
   // A DMA device (or a GPU's copy engine) works through its program in order: fabric
   // requests go out in program order and overlap; `fence` waits for all of them.
   void dma_agent(const agent_spec& a) {
-    core::initiator_ref dev(m_sys, a.device);
+    dma::dma_initiator& dev = *m_sys.find_initiator(a.device);
     uint64_t scratch = core::initiator_capacity(m_sys.topology(), a.device) - scratch_bytes;
     struct pending_read {
       std::string reg;
@@ -220,7 +220,7 @@ class harness : public sc_module {
       for (const auto& r : reads) {
         if (log[r.stream].failed_bytes) continue;  // refused: the register stays unset
         std::vector<uint8_t> b(r.size);
-        dev.local().read(r.local, b);
+        dev.local_memory().read(r.local, b);
         m_regs[r.reg] = value_of(b);
       }
       reads.clear();
@@ -273,11 +273,11 @@ class harness : public sc_module {
             job.atomic = o.atomic == atomic_op::fetch_add ? pcie::tlp_type::fetch_add
                          : o.atomic == atomic_op::swap    ? pcie::tlp_type::swap
                                                           : pcie::tlp_type::cas;
-            dev.local().write(scratch, operand);
+            dev.local_memory().write(scratch, operand);
             job.segments.push_back({p->bus, operand.size(), scratch});
           } else {
             job.segments.push_back({p->bus, size, local_at});
-            if (job.write) dev.local().write(scratch, bytes_of(o.value, size));
+            if (job.write) dev.local_memory().write(scratch, bytes_of(o.value, size));
           }
           job.stream = log.open(size);
           log[job.stream].submit_ps = transport::now_ps();

@@ -7,8 +7,8 @@
 
 #include "cli_harness.h"
 
-using p2psim::test::run_cli;
 using Catch::Matchers::Contains;
+using p2psim::test::run_cli;
 
 namespace {
 
