@@ -33,8 +33,8 @@ link_channel::link_channel(sc_module_name name, const channel_timing& timing,
   dont_initialize();
 }
 
-void link_channel::schedule_ahead(const transport::pcie_port& sender) {
-  m_sender = sender.owner_takes_departures_ahead() ? &sender : nullptr;
+void link_channel::set_sender(const transport::pcie_port& sender) {
+  m_sender = sender.owner_allows_start_ahead() ? &sender : nullptr;
 }
 
 uint64_t link_channel::serialization_ps(const pcie::tlp_header& h) const {
@@ -203,7 +203,8 @@ bool link_channel::start_ahead(uint64_t now) {
   m_credits.advance(free);  // no start decision comes before `free`: returns up to it count
   if (!may_start(*e.gp)) return false;
   if (at > free) {
-    if (!m_sender->owner_hands_nothing_before(at, transport::tlp_scope::all)) return false;
+    if (!m_sender->owner_promises_ready_no_sooner_than(at, transport::promise_scope::all))
+      return false;
     m_promised_ps = std::max(m_promised_ps, at);
   }
   entry started = e;
@@ -212,13 +213,17 @@ bool link_channel::start_ahead(uint64_t now) {
   return true;
 }
 
-bool link_channel::delivers_no_completion_before(uint64_t t) const {
+bool link_channel::promises_arrival_no_sooner_than(uint64_t t,
+                                                   transport::promise_scope which) const {
   const uint64_t now = transport::now_ps(), latency = m_timing.latency_ps;
-  for (const entry& e : m_queue[int(pcie::fc_class::completion)])
-    if (std::max(e.ready_ps, now) + latency < t) return false;
+  const bool all = which == transport::promise_scope::all;
+  for (int c = 0; c < pcie::fc_class_count; ++c) {
+    if (!all && c != int(pcie::fc_class::completion)) continue;
+    for (const entry& e : m_queue[c])
+      if (std::max(e.ready_ps, now) + latency < t) return false;
+  }
   if (t <= now + latency) return true;  // what is still to be handed over starts now or later
-  return m_sender &&
-         m_sender->owner_hands_nothing_before(t - latency, transport::tlp_scope::completions);
+  return m_sender && m_sender->owner_promises_ready_no_sooner_than(t - latency, which);
 }
 
 int link_channel::oldest_class() const {

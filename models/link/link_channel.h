@@ -15,6 +15,7 @@
 #include "models/pcie/credits.h"
 #include "models/pcie/order_policy.h"
 #include "models/pcie/tlp.h"
+#include "models/transport/lookahead.h"
 
 namespace p2psim::transport {
 class stream_log;
@@ -68,14 +69,13 @@ class link_channel : public sc_core::sc_module {
   bool down() const { return m_log_when_down != nullptr; }
   // What holds the TLPs queued here, for a run that stalled ("" when none is queued).
   std::string blocked() const;
-  // If the transmitting port's component takes departures ahead (tlp_handler), a TLP whose
-  // start is already certain is scheduled at once rather than when the serializer frees
-  // (or, asking the component, when the TLP is ready).
-  void schedule_ahead(const transport::pcie_port& sender);
-  // Whether no completion that is not on the wire yet reaches the receiving port before
-  // `t`: the queued ones start no sooner than they are ready, and for those still to come
-  // the sender must promise (tlp_handler::hands_nothing_before). "No" is always safe.
-  bool delivers_no_completion_before(uint64_t t) const;
+  // The port that hands this channel its TLPs: if its owner allows it, TLPs are started
+  // ahead (models/transport/lookahead.h).
+  void set_sender(const transport::pcie_port& sender);
+  // The link's promise (lookahead.h): whether every TLP (of `which`) not on the wire yet
+  // reaches the receiving port no sooner than `t`. The queued ones start no sooner than
+  // they are ready; for those still to come the sender must promise in turn.
+  bool promises_arrival_no_sooner_than(uint64_t t, transport::promise_scope which) const;
 
  private:
   struct entry {
@@ -111,9 +111,9 @@ class link_channel : public sc_core::sc_module {
   uint64_t m_busy_until = 0;
   uint64_t m_ack_bytes = 0, m_fc_bytes = 0;  // bytes sent since the last ACK / UpdateFC DLLP
   bool m_pumping = false;
-  const transport::pcie_port* m_sender = nullptr;  // set when it takes departures ahead
-  // The sender promised to hand over no TLP ready before this (hands_nothing_before) when
-  // one started ahead on its word; one that is would have gone first: a model error.
+  const transport::pcie_port* m_sender = nullptr;  // set when it allows starting ahead
+  // The sender promised to hand over no TLP ready before this when one started ahead on its
+  // word; one that is would have gone first: a model error.
   uint64_t m_promised_ps = 0;
   // TLPs scheduled ahead whose start is still to come: they count as queued (max_queue),
   // and are dropped if the link goes down before they start.
