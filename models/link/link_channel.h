@@ -56,7 +56,8 @@ class link_channel : public sc_core::sc_module {
   // `order`: the fabric's ordering table and choice source, which outlive the channel.
   link_channel(sc_core::sc_module_name name, const channel_timing& timing,
                const pcie::credit_limits& receiver_credits, const pcie::order_policy& order);
-  const channel_stats& stats() const { return m_stats; }
+  // As of now: a TLP started ahead counts once its start time has come (lookahead.h).
+  channel_stats stats() const;
   const channel_timing& timing() const { return m_timing; }
   const pcie::order_policy& order() const { return m_order; }  // its fabric's
   // Serialization time of one TLP on this channel, DLLP share excluded (for tests, reports).
@@ -115,14 +116,22 @@ class link_channel : public sc_core::sc_module {
   // The sender promised to hand over no TLP ready before this when one started ahead on its
   // word; one that is would have gone first: a model error.
   uint64_t m_promised_ps = 0;
-  // TLPs scheduled ahead whose start is still to come: they count as queued (max_queue),
-  // and are dropped if the link goes down before they start.
-  struct ahead {  // what its start added to the stats
-    uint64_t start_ps;
-    uint64_t tlps, payload, wire_bytes, busy_ps, dllps, relaxed_ordering_tlps;
+  // What a TLP's start adds to the stats.
+  struct start_counts {
+    uint64_t tlps, relaxed_ordering_tlps, payload_bytes, wire_bytes, dllps, busy_ps;
+    bool credit_stall;
   };
-  pcie::fifo<ahead> m_ahead_starts;
-  size_t waiting_ahead(uint64_t now);
+  static void count(channel_stats& s, const start_counts& c);
+  // TLPs started ahead whose start is still to come, by start time: they count as queued
+  // (max_queue) until then, in the stats from then on, and as dropped if the link goes down
+  // before.
+  struct started_ahead {
+    uint64_t start_ps;
+    start_counts counts;
+  };
+  pcie::fifo<started_ahead> m_started_ahead;
+  // Counts those whose start has come; returns how many are still to start.
+  size_t settle_started_ahead(uint64_t now);
   transport::stream_log* m_log_when_down = nullptr;  // set when the link goes down
   // When the pump is next woken, as far as this channel knows (no_wake: not at all). Each
   // TLP and credit return asks for a wake; most ask for one already pending, and skipping

@@ -203,7 +203,49 @@ TEST_CASE("a link refuses a TLP its sender promised would not come", "[lookahead
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   // Ready only in 100 ns, on an idle link: it is scheduled to start then, on the promise.
   sender.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0200), sc_core::sc_time(100, sc_core::SC_NS));
-  REQUIRE(l.downstream().stats().tlps == 1);
+  REQUIRE(receiver.port.arriving().size() == 1);
   // One ready sooner breaks it.
   CHECK_THROWS_AS(sender.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0200)), std::logic_error);
+}
+
+TEST_CASE("a link counts a TLP started ahead when its start comes", "[lookahead]") {
+  endpoint sender("sender", true, true), receiver("receiver");
+  pcie::order_policy order;
+  link::pcie_link l("l", link::pcie_link_params{}, order);
+  l.connect(sender.port, receiver.port);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  sender.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0200), sc_core::sc_time(100, sc_core::SC_NS));
+  REQUIRE(receiver.port.arriving().size() == 1);  // started ahead: on the wire
+  CHECK(l.downstream().stats().tlps == 0);
+  CHECK(l.downstream().stats().busy_ps == 0);
+  run_until(100 * ns - 1);
+  CHECK(l.downstream().stats().tlps == 0);
+  sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_PS));  // its start
+  const link::channel_stats s = l.downstream().stats();
+  CHECK(s.tlps == 1);
+  CHECK(s.payload_bytes == 256);
+  CHECK(s.busy_ps > 0);
+  sc_core::sc_start();
+  CHECK(l.downstream().stats().tlps == 1);
+}
+
+TEST_CASE("a link that goes down before a TLP started ahead starts counts it dropped",
+          "[lookahead]") {
+  endpoint sender("sender", true, true), receiver("receiver");
+  pcie::order_policy order;
+  transport::stream_log log;
+  link::pcie_link l("l", link::pcie_link_params{}, order);
+  l.connect(sender.port, receiver.port);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  sender.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0200), sc_core::sc_time(100, sc_core::SC_NS));
+  REQUIRE(receiver.port.arriving().size() == 1);
+  run_until(50 * ns);
+  l.go_down(log);
+  sc_core::sc_start();
+  const link::channel_stats s = l.downstream().stats();
+  CHECK(s.tlps == 0);
+  CHECK(s.wire_bytes == 0);
+  CHECK(s.busy_ps == 0);
+  CHECK(s.dropped_tlps == 1);
+  CHECK(s.dropped_bytes == 256);
 }
