@@ -73,7 +73,7 @@ void dma_engine::receive(int, tlm::tlm_generic_payload& gp) {
   gp.release();
 }
 
-// Never ahead (takes_departures_ahead is false): the requester acts on the departure now.
+// Never ahead (allows_start_ahead is false): the requester acts on the departure now.
 void dma_engine::sent(int, tlm::tlm_generic_payload& gp, uint64_t) {
   const auto& h = transport::hdr(gp);
   if (!pcie::is_completion(h.type) && h.requester_id == m_params.bdf) m_req.sent(gp);

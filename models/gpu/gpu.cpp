@@ -78,7 +78,7 @@ void gpu::request(tlm::tlm_generic_payload& gp) {
   refuse(gp, pcie::cpl_status::ur);
 }
 
-// Never ahead (takes_departures_ahead is false): the requester acts on the departure now.
+// Never ahead (allows_start_ahead is false): the requester acts on the departure now.
 void gpu::sent(int, tlm::tlm_generic_payload& gp, uint64_t) {
   const auto& h = transport::hdr(gp);
   if (!pcie::is_completion(h.type) && h.requester_id == m_params.bdf) m_copy.sent(gp);

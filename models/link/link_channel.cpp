@@ -33,8 +33,8 @@ link_channel::link_channel(sc_module_name name, const channel_timing& timing,
   dont_initialize();
 }
 
-void link_channel::schedule_ahead(const transport::pcie_port& sender) {
-  m_sender = sender.owner_takes_departures_ahead() ? &sender : nullptr;
+void link_channel::set_sender(const transport::pcie_port& sender) {
+  m_sender = sender.owner_allows_start_ahead() ? &sender : nullptr;
 }
 
 uint64_t link_channel::serialization_ps(const pcie::tlp_header& h) const {
@@ -58,7 +58,7 @@ tlm::tlm_sync_enum link_channel::in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_ph
   auto c = int(pcie::fc_class_of(transport::hdr(gp).type));
   m_queue[c].push_back({&gp, ready, m_seq++});
   uint64_t depth = m_queue[0].size() + m_queue[1].size() + m_queue[2].size();
-  if (!m_ahead_starts.empty()) depth += waiting_ahead(now);
+  if (!m_started_ahead.empty()) depth += settle_started_ahead(now);
   m_stats.max_queue_tlps = std::max(m_stats.max_queue_tlps, depth);
   if (!m_pumping) pump();
   return tlm::TLM_ACCEPTED;
@@ -174,10 +174,31 @@ uint64_t due_dllps(uint64_t& counter, uint64_t fresh, uint32_t limit) {
 }
 }  // namespace
 
-size_t link_channel::waiting_ahead(uint64_t now) {
-  while (!m_ahead_starts.empty() && m_ahead_starts.front().start_ps <= now)
-    m_ahead_starts.pop_front();
-  return m_ahead_starts.size();
+void link_channel::count(channel_stats& s, const start_counts& c) {
+  s.tlps += c.tlps;
+  s.relaxed_ordering_tlps += c.relaxed_ordering_tlps;
+  s.payload_bytes += c.payload_bytes;
+  s.wire_bytes += c.wire_bytes;
+  s.dllps += c.dllps;
+  s.busy_ps += c.busy_ps;
+  s.credit_stalls += c.credit_stall;
+}
+
+size_t link_channel::settle_started_ahead(uint64_t now) {
+  for (; !m_started_ahead.empty() && m_started_ahead.front().start_ps <= now;
+       m_started_ahead.pop_front())
+    count(m_stats, m_started_ahead.front().counts);
+  return m_started_ahead.size();
+}
+
+channel_stats link_channel::stats() const {
+  channel_stats s = m_stats;
+  const uint64_t now = transport::now_ps();
+  for (const started_ahead& a : m_started_ahead) {
+    if (a.start_ps > now) break;  // by start time: the rest start later still
+    count(s, a.counts);
+  }
+  return s;
 }
 
 // Starts the oldest queued TLP now, at the time it will start, if that is already certain:
@@ -203,7 +224,8 @@ bool link_channel::start_ahead(uint64_t now) {
   m_credits.advance(free);  // no start decision comes before `free`: returns up to it count
   if (!may_start(*e.gp)) return false;
   if (at > free) {
-    if (!m_sender->owner_hands_nothing_before(at, transport::tlp_scope::all)) return false;
+    if (!m_sender->owner_promises_ready_no_sooner_than(at, transport::promise_scope::all))
+      return false;
     m_promised_ps = std::max(m_promised_ps, at);
   }
   entry started = e;
@@ -212,13 +234,17 @@ bool link_channel::start_ahead(uint64_t now) {
   return true;
 }
 
-bool link_channel::delivers_no_completion_before(uint64_t t) const {
+bool link_channel::promises_arrival_no_sooner_than(uint64_t t,
+                                                   transport::promise_scope which) const {
   const uint64_t now = transport::now_ps(), latency = m_timing.latency_ps;
-  for (const entry& e : m_queue[int(pcie::fc_class::completion)])
-    if (std::max(e.ready_ps, now) + latency < t) return false;
+  const bool all = which == transport::promise_scope::all;
+  for (int c = 0; c < pcie::fc_class_count; ++c) {
+    if (!all && c != int(pcie::fc_class::completion)) continue;
+    for (const entry& e : m_queue[c])
+      if (std::max(e.ready_ps, now) + latency < t) return false;
+  }
   if (t <= now + latency) return true;  // what is still to be handed over starts now or later
-  return m_sender &&
-         m_sender->owner_hands_nothing_before(t - latency, transport::tlp_scope::completions);
+  return m_sender && m_sender->owner_promises_ready_no_sooner_than(t - latency, which);
 }
 
 int link_channel::oldest_class() const {
@@ -255,9 +281,10 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   auto& gp = *e.gp;
   auto& h = transport::hdr(gp);
   const auto& m = transport::meta(gp);
+  start_counts counts;
   // Ready, the serializer free, and still it did not go: the receiver had no room for it
   // (or for an older TLP it may not pass).
-  if (at > std::max(e.ready_ps, m_busy_until)) ++m_stats.credit_stalls;
+  counts.credit_stall = at > std::max(e.ready_ps, m_busy_until);
   m_credits.consume(pcie::fc_class_of(h.type), credit_cost_of(gp));
   const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
   uint64_t per_tlp =
@@ -266,7 +293,7 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   // A burst pays every one of its TLPs' framing, header and digest.
   const uint64_t tlp_bytes = payload + per_tlp * m.tlps;
   uint64_t bytes = tlp_bytes;
-  const uint64_t dllps_before = m_stats.dllps;
+  uint64_t dllps_due = 0;
   // ACK and UpdateFC DLLPs take 8 of every ack_limit (fc_limit) bytes of this direction's
   // time, their own bytes included: the rate of the spec's tables, and pcie-bench's model.
   uint64_t fresh = tlp_bytes;
@@ -275,7 +302,7 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
                            due_dllps(m_fc_bytes, fresh, m_timing.fc_limit);
     fresh = dllps * pcie::dllp_bytes;
     bytes += fresh;
-    m_stats.dllps += dllps;
+    dllps_due += dllps;
   }
   uint64_t ser = uint64_t(bytes * m_ps_per_wire_byte + 0.5);
   uint64_t tlp_ser = uint64_t(tlp_bytes * m_ps_per_wire_byte + 0.5);
@@ -289,14 +316,16 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   m_busy_until = std::max(at + ser, tlps_end);
   mm.last_ser_ps = first_ser;
   mm.lag_ps = tlps_end - (at + first_ser);
-  m_stats.tlps += m.tlps;
-  m_stats.relaxed_ordering_tlps += h.attrs.relaxed_ordering ? m.tlps : 0;
-  m_stats.payload_bytes += payload;
-  m_stats.wire_bytes += bytes;
-  m_stats.busy_ps += ser;
+  counts.tlps = m.tlps;
+  counts.relaxed_ordering_tlps = h.attrs.relaxed_ordering ? m.tlps : 0;
+  counts.payload_bytes = payload;
+  counts.wire_bytes = bytes;
+  counts.dllps = dllps_due;
+  counts.busy_ps = ser;
   if (at > now)
-    m_ahead_starts.push_back({at, m.tlps, payload, bytes, ser, m_stats.dllps - dllps_before,
-                              h.attrs.relaxed_ordering ? m.tlps : 0});
+    m_started_ahead.push_back({at, counts});  // counted when it starts
+  else
+    count(m_stats, counts);
 
   // The TLP's tail arrives when its own symbols are through (DLLPs follow it).
   tlm::tlm_phase fw = tlm::BEGIN_REQ;
@@ -323,20 +352,14 @@ std::string link_channel::blocked() const {
 
 void link_channel::go_down(transport::stream_log& log) {
   m_log_when_down = &log;
-  // Scheduled ahead but not started: dropped here (the receiving port, which holds them,
-  // counts their stream's lost bytes).
-  waiting_ahead(transport::now_ps());
-  for (const ahead& a : m_ahead_starts) {  // as if they had stayed queued
-    m_stats.tlps -= a.tlps;
-    m_stats.payload_bytes -= a.payload;
-    m_stats.wire_bytes -= a.wire_bytes;
-    m_stats.busy_ps -= a.busy_ps;
-    m_stats.dllps -= a.dllps;
-    m_stats.relaxed_ordering_tlps -= a.relaxed_ordering_tlps;
-    m_stats.dropped_tlps += a.tlps;
-    m_stats.dropped_bytes += a.payload;
+  // Started ahead, their start still to come: dropped, as if they had stayed queued (the
+  // receiving port, which holds them, counts their stream's lost bytes).
+  settle_started_ahead(transport::now_ps());
+  for (const started_ahead& a : m_started_ahead) {
+    m_stats.dropped_tlps += a.counts.tlps;
+    m_stats.dropped_bytes += a.counts.payload_bytes;
   }
-  m_ahead_starts.clear();
+  m_started_ahead.clear();
   for (auto& q : m_queue) {
     pcie::fifo<entry> gone;
     gone.swap(q);

@@ -16,6 +16,7 @@
 #include "models/pcie/credits.h"
 #include "models/pcie/order_policy.h"
 #include "models/pcie/tlp.h"
+#include "models/transport/lookahead.h"
 
 namespace p2psim::transport {
 class stream_log;
@@ -82,7 +83,8 @@ class link_channel : public sc_core::sc_module {
   // `order`: the fabric's ordering table and choice source, which outlive the channel.
   link_channel(sc_core::sc_module_name name, const channel_timing& timing,
                const pcie::credit_limits& receiver_credits, const pcie::order_policy& order);
-  const channel_stats& stats() const { return m_stats; }
+  // As of now: a TLP started ahead counts once its start time has come (lookahead.h).
+  channel_stats stats() const;
   const channel_timing& timing() const { return m_timing; }
   const pcie::order_policy& order() const { return m_order; }  // its fabric's
   // Serialization time of one TLP on this channel, DLLP share excluded (for tests, reports).
@@ -95,14 +97,13 @@ class link_channel : public sc_core::sc_module {
   bool down() const { return m_log_when_down != nullptr; }
   // What holds the TLPs queued here, for a run that stalled ("" when none is queued).
   std::string blocked() const;
-  // If the transmitting port's component takes departures ahead (tlp_handler), a TLP whose
-  // start is already certain is scheduled at once rather than when the serializer frees
-  // (or, asking the component, when the TLP is ready).
-  void schedule_ahead(const transport::pcie_port& sender);
-  // Whether no completion that is not on the wire yet reaches the receiving port before
-  // `t`: the queued ones start no sooner than they are ready, and for those still to come
-  // the sender must promise (tlp_handler::hands_nothing_before). "No" is always safe.
-  bool delivers_no_completion_before(uint64_t t) const;
+  // The port that hands this channel its TLPs: if its owner allows it, TLPs are started
+  // ahead (models/transport/lookahead.h).
+  void set_sender(const transport::pcie_port& sender);
+  // The link's promise (lookahead.h): whether every TLP (of `which`) not on the wire yet
+  // reaches the receiving port no sooner than `t`. The queued ones start no sooner than
+  // they are ready; for those still to come the sender must promise in turn.
+  bool promises_arrival_no_sooner_than(uint64_t t, transport::promise_scope which) const;
 
  private:
   struct entry {
@@ -138,18 +139,26 @@ class link_channel : public sc_core::sc_module {
   uint64_t m_busy_until = 0;
   uint64_t m_ack_bytes = 0, m_fc_bytes = 0;  // bytes sent since the last ACK / UpdateFC DLLP
   bool m_pumping = false;
-  const transport::pcie_port* m_sender = nullptr;  // set when it takes departures ahead
-  // The sender promised to hand over no TLP ready before this (hands_nothing_before) when
-  // one started ahead on its word; one that is would have gone first: a model error.
+  const transport::pcie_port* m_sender = nullptr;  // set when it allows starting ahead
+  // The sender promised to hand over no TLP ready before this when one started ahead on its
+  // word; one that is would have gone first: a model error.
   uint64_t m_promised_ps = 0;
-  // TLPs scheduled ahead whose start is still to come: they count as queued (max_queue),
-  // and are dropped if the link goes down before they start.
-  struct ahead {  // what its start added to the stats
-    uint64_t start_ps;
-    uint64_t tlps, payload, wire_bytes, busy_ps, dllps, relaxed_ordering_tlps;
+  // What a TLP's start adds to the stats.
+  struct start_counts {
+    uint64_t tlps, relaxed_ordering_tlps, payload_bytes, wire_bytes, dllps, busy_ps;
+    bool credit_stall;
   };
-  pcie::fifo<ahead> m_ahead_starts;
-  size_t waiting_ahead(uint64_t now);
+  static void count(channel_stats& s, const start_counts& c);
+  // TLPs started ahead whose start is still to come, by start time: they count as queued
+  // (max_queue_tlps) until then, in the stats from then on, and as dropped if the link goes down
+  // before.
+  struct started_ahead {
+    uint64_t start_ps;
+    start_counts counts;
+  };
+  pcie::fifo<started_ahead> m_started_ahead;
+  // Counts those whose start has come; returns how many are still to start.
+  size_t settle_started_ahead(uint64_t now);
   transport::stream_log* m_log_when_down = nullptr;  // set when the link goes down
   // When the pump is next woken, as far as this channel knows (no_wake: not at all). Each
   // TLP and credit return asks for a wake; most ask for one already pending, and skipping

@@ -42,8 +42,8 @@ void pcie_link::connect(transport::pcie_port& upstream, transport::pcie_port& do
   m_down->out.bind(downstream.rx);
   downstream.tx.bind(m_up->in);
   m_up->out.bind(upstream.rx);
-  m_down->schedule_ahead(upstream);
-  m_up->schedule_ahead(downstream);
+  m_down->set_sender(upstream);
+  m_up->set_sender(downstream);
   upstream.set_feed(*m_up);
   downstream.set_feed(*m_down);
 }
@@ -67,8 +67,8 @@ void interconnect_link::connect(transport::pcie_port& a, transport::pcie_port& b
   m_ab->out.bind(b.rx);
   b.tx.bind(m_ba->in);
   m_ba->out.bind(a.rx);
-  m_ab->schedule_ahead(a);
-  m_ba->schedule_ahead(b);
+  m_ab->set_sender(a);
+  m_ba->set_sender(b);
   a.set_feed(*m_ba);
   b.set_feed(*m_ab);
 }

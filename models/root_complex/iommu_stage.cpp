@@ -60,7 +60,7 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
   if (pq.waiting.size() == 1) m_wake.notify(transport::ps(ready - now));  // an earlier one wins
 }
 
-uint64_t iommu_stage::earliest_held_ps() const {
+uint64_t iommu_stage::first_held_ready_ps() const {
   uint64_t t = UINT64_MAX;  // a port's queue goes on in order: its front is its first
   for (const auto& pq : m_ports)
     if (!pq.waiting.empty()) t = std::min(t, pq.waiting.front().ready_ps);

@@ -41,7 +41,7 @@ class iommu_stage : public sc_core::sc_module {
   void receive(int port, tlm::tlm_generic_payload& gp);
   uint64_t walk_wait_ps() const { return m_walk_wait_ps; }  // time requests spent in walks
   // When the first TLP held for a walk (or behind one) goes on; UINT64_MAX if none is.
-  uint64_t earliest_held_ps() const;
+  uint64_t first_held_ready_ps() const;
 
  private:
   struct held {

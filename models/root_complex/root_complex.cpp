@@ -148,20 +148,22 @@ void root_complex::completion(int in, tlm::tlm_generic_payload& gp) {
 // Toward the interconnect only completions can be promised (a request for another socket's
 // memory goes there at once), and only with one interconnect port (with more, a completion
 // may pass from one to another at once, and asking their links could go round in circles).
-bool root_complex::hands_nothing_before(int out, uint64_t t, transport::tlp_scope which) const {
+bool root_complex::promises_ready_no_sooner_than(int out, uint64_t t,
+                                                 transport::promise_scope which) const {
   if (!is_root_port(out) &&
-      (which != transport::tlp_scope::completions || m_params.interconnect_ports > 1))
+      (which != transport::promise_scope::completions || m_params.interconnect_ports > 1))
     return false;
-  const uint64_t held = m_iommu.earliest_held_ps();
+  const uint64_t held = m_iommu.first_held_ready_ps();
   if (held != UINT64_MAX && held + m_latency_ps < t) return false;
   const uint64_t now = transport::now_ps();
   for (const auto& port : m_ports) {
-    if (now + port->arrival_lead_ps() + m_latency_ps < t) return false;
+    if (now + port->feed_lead_ps() + m_latency_ps < t) return false;
     const auto& wire = port->arriving();
     if (!wire.empty() && wire.front().at_ps + m_latency_ps < t) return false;  // the rest: later
     // Completions that come in here and may go on to `out` at once.
     if (is_root_port(port->index()) || !is_root_port(out)) continue;
-    if (!port->no_completion_arrives_before(t)) return false;
+    if (!port->feed_promises_arrival_no_sooner_than(t, transport::promise_scope::completions))
+      return false;
     if (port->arriving_of(pcie::fc_class::completion))
       for (const transport::pcie_port::arrival& a : wire) {
         if (a.at_ps >= t) break;  // by arrival: the rest are later still

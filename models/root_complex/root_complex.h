@@ -90,8 +90,9 @@ class root_complex : public sc_core::sc_module,
   void receive(int port, tlm::tlm_generic_payload& gp) override;
   void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) override;
   bool forwards_bursts() const override { return true; }
-  bool takes_departures_ahead() const override { return true; }
-  bool hands_nothing_before(int port, uint64_t t, transport::tlp_scope which) const override;
+  bool allows_start_ahead() const override { return true; }
+  bool promises_ready_no_sooner_than(int port, uint64_t t,
+                                     transport::promise_scope which) const override;
 
  private:
   // forward_ports

@@ -90,7 +90,8 @@ uint64_t pcie_switch::forwarding_wait(uint64_t ser) const {
 // request this port sent that the switch refuses itself (an Unsupported Request
 // completion). Where each goes is not looked up: any might go to `out`. A promise about all
 // TLPs holds for completions too.
-bool pcie_switch::hands_nothing_before(int out, uint64_t t, transport::tlp_scope) const {
+bool pcie_switch::promises_ready_no_sooner_than(int out, uint64_t t,
+                                                transport::promise_scope) const {
   if (t > transport::now_ps() + m_latency_ps) return false;
   for (const auto& port : m_ports) {
     const auto& wire = port->arriving();

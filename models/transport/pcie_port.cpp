@@ -37,11 +37,11 @@ void pcie_port::free_buffer(tlm::tlm_generic_payload& gp, const sc_time& after) 
 
 void pcie_port::set_feed(const link::link_channel& feed) {
   m_feed = &feed;
-  m_arrival_lead_ps = feed.timing().latency_ps;
+  m_feed_lead_ps = feed.timing().latency_ps;
 }
 
-bool pcie_port::no_completion_arrives_before(uint64_t t) const {
-  return m_feed && m_feed->delivers_no_completion_before(t);
+bool pcie_port::feed_promises_arrival_no_sooner_than(uint64_t t, promise_scope which) const {
+  return m_feed && m_feed->promises_arrival_no_sooner_than(t, which);
 }
 
 void pcie_port::link_down(stream_log& log) {

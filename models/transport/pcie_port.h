@@ -16,6 +16,7 @@
 #include <tlm>
 #include "models/pcie/fifo.h"
 #include "models/pcie/tlp.h"
+#include "models/transport/lookahead.h"
 
 namespace p2psim::link {
 class link_channel;
@@ -25,32 +26,16 @@ namespace p2psim::transport {
 
 class stream_log;
 
-enum class tlp_scope { all, completions };  // which TLPs a promise (below) is about
-
-class tlp_handler {  // implemented by every component that owns ports
+// Implemented by every component that owns ports; what it promises a link is in
+// lookahead.h.
+class tlp_handler : public lookahead_sender {
  public:
   virtual ~tlp_handler() = default;
   // A TLP has fully arrived at `port` (its tail crossed the link).
   virtual void receive(int port, tlm::tlm_generic_payload& gp) = 0;
   // The link behind `port` starts transmitting a TLP this component sent, `after_ps` from
-  // now: 0 unless this component takes departures ahead (below).
+  // now: 0 unless this component allows starting ahead (lookahead.h).
   virtual void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) = 0;
-  // Whether sent() may come ahead of the departure, its after_ps telling when the TLP
-  // leaves. A switch or root complex only frees buffers then (with that delay), so the
-  // link may schedule a TLP the moment its start is certain instead of waking to start it:
-  // one SystemC activation fewer per TLP. A requester acts on a departure at once (it
-  // issues the next TLP), so it keeps the default.
-  virtual bool takes_departures_ahead() const { return false; }
-  // For a component that takes departures ahead: whether every TLP it will still hand to
-  // `port` (from now on) is ready no earlier than `t`. If so, a link that is idle but
-  // whose oldest TLP is ready only at `t` knows that one starts then, and schedules it at
-  // once rather than waking at `t` (another activation saved). "No" is always safe.
-  // `which` narrows the promise to completions (asked by a root complex about the
-  // interconnect: only completions from there go on to a device at once).
-  virtual bool hands_nothing_before(int port, uint64_t t, tlp_scope which) const {
-    (void)port, (void)t, (void)which;
-    return false;
-  }
   // Burst fidelity: whether receive() takes a burst as soon as its first TLP is in (a
   // switch or root complex forwarding it cut-through, meta.lag_ps telling when the rest
   // follows) rather than once the whole burst is (an endpoint that consumes it).
@@ -64,9 +49,10 @@ class pcie_port : public sc_core::sc_module {
 
   pcie_port(sc_core::sc_module_name name, tlp_handler& owner, int index);
   int index() const { return m_index; }
-  bool owner_takes_departures_ahead() const { return m_owner.takes_departures_ahead(); }
-  bool owner_hands_nothing_before(uint64_t t, tlp_scope which) const {
-    return m_owner.hands_nothing_before(m_index, t, which);
+  // What the link this port sends into asks its owner (lookahead.h).
+  bool owner_allows_start_ahead() const { return m_owner.allows_start_ahead(); }
+  bool owner_promises_ready_no_sooner_than(uint64_t t, promise_scope which) const {
+    return m_owner.promises_ready_no_sooner_than(m_index, t, which);
   }
   // Hands a TLP to the link; it leaves no earlier than now + not_before.
   void send(tlm::tlm_generic_payload& gp, const sc_core::sc_time& not_before);
@@ -78,8 +64,8 @@ class pcie_port : public sc_core::sc_module {
   // (posted writes count as lost in `log`), and nothing arrives from now on.
   void link_down(stream_log& log);
   bool link_up() const { return m_down_log == nullptr; }
-  // TLPs on the wire toward this port, in arrival order (for its owner's lookahead), with
-  // what the lookahead needs of each at hand.
+  // TLPs on the wire toward this port, in arrival order (for its owner's promises), with
+  // what a promise needs of each at hand.
   struct arrival {
     uint64_t at_ps;
     tlm::tlm_generic_payload* gp;
@@ -91,11 +77,12 @@ class pcie_port : public sc_core::sc_module {
   size_t arriving_of(pcie::fc_class c) const { return m_arriving_of[int(c)]; }  // how many
   // The link direction that delivers to this port (set when the link connects).
   void set_feed(const link::link_channel& feed);
-  // A TLP not yet on the wire toward this port arrives no sooner than this from now: the
-  // feeding link's propagation latency (0 before it connects).
-  uint64_t arrival_lead_ps() const { return m_arrival_lead_ps; }
-  // Whether no completion that is not on the wire yet arrives here before `t`.
-  bool no_completion_arrives_before(uint64_t t) const;
+  // The feed's lead: a TLP not yet on the wire toward this port arrives no sooner than this
+  // from now (0 before the link connects).
+  uint64_t feed_lead_ps() const { return m_feed_lead_ps; }
+  // The feed's promise: whether every TLP (of `which`) not on the wire yet arrives here no
+  // sooner than `t`.
+  bool feed_promises_arrival_no_sooner_than(uint64_t t, promise_scope which) const;
 
  private:
   tlm::tlm_sync_enum rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
@@ -112,7 +99,7 @@ class pcie_port : public sc_core::sc_module {
   tlm::tlm_generic_payload* pop_arrival();
   stream_log* m_down_log = nullptr;  // set when the link went down
   const link::link_channel* m_feed = nullptr;
-  uint64_t m_arrival_lead_ps = 0;  // the feed's latency, kept at hand: every promise asks
+  uint64_t m_feed_lead_ps = 0;  // the feed's latency, kept at hand: every promise asks
   void discard(tlm::tlm_generic_payload& gp);
   sc_core::sc_event m_arrived;
 };

@@ -1,8 +1,9 @@
-// A link starts a TLP ahead, at a time still to come, when its sender promises to hand over
-// nothing that could go sooner (tlp_handler::hands_nothing_before). A root complex's promise
-// must allow for everything that could reach a root port's egress: a device's TLP after its
-// latency, a completion from the interconnect at once. The link checks every promise: a TLP
-// handed over ready before a time promised is a model error, not a silent reordering.
+// The rules of models/transport/lookahead.h, each on its own: a link starts a TLP ahead, at a
+// time still to come, when its sender promises that nothing it still hands over is ready
+// sooner (promises_ready_no_sooner_than). A root complex's promise must allow for everything
+// that could reach a root port's egress: a device's TLP after its latency, a completion from
+// the interconnect at once. The link checks every promise: a TLP handed over ready before a
+// time promised is a model error, not a silent reordering.
 #include <catch2/catch.hpp>
 
 #include <stdexcept>
@@ -22,15 +23,17 @@ constexpr uint64_t ns = 1000;  // ps
 struct endpoint : sc_core::sc_module, transport::tlp_handler {
   transport::pcie_port port;
   bool ahead, promise;
-  endpoint(sc_core::sc_module_name n, bool takes_ahead = false, bool promises = false)
-      : sc_module(n), port("port", *this, 0), ahead(takes_ahead), promise(promises) {}
+  endpoint(sc_core::sc_module_name n, bool allows_ahead = false, bool promises = false)
+      : sc_module(n), port("port", *this, 0), ahead(allows_ahead), promise(promises) {}
   void receive(int, tlm::tlm_generic_payload& gp) override {
     port.free_buffer(gp);
     gp.release();
   }
   void sent(int, tlm::tlm_generic_payload&, uint64_t) override {}
-  bool takes_departures_ahead() const override { return ahead; }
-  bool hands_nothing_before(int, uint64_t, transport::tlp_scope) const override { return promise; }
+  bool allows_start_ahead() const override { return ahead; }
+  bool promises_ready_no_sooner_than(int, uint64_t, transport::promise_scope) const override {
+    return promise;
+  }
 };
 
 tlm::tlm_generic_payload& tlp(pcie::tlp_type type, uint32_t length, uint16_t requester_id) {
@@ -70,7 +73,7 @@ struct socket_rig {
     return p;
   }
   bool promises(uint64_t t) const {
-    return rc.hands_nothing_before(0, t, transport::tlp_scope::all);
+    return rc.promises_ready_no_sooner_than(0, t, transport::promise_scope::all);
   }
 };
 
@@ -91,7 +94,7 @@ struct switch_rig {
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
   }
   bool promises(int port, uint64_t t) const {
-    return sw.hands_nothing_before(port, t, transport::tlp_scope::all);
+    return sw.promises_ready_no_sooner_than(port, t, transport::promise_scope::all);
   }
 };
 
@@ -142,8 +145,8 @@ TEST_CASE("a root complex promises a root port nothing sooner than the interconn
   CHECK_FALSE(rig.promises(50 * ns + 1));
   // Toward the interconnect: completions only, never requests (another socket's memory is
   // reached at once).
-  CHECK(rig.rc.hands_nothing_before(1, 100 * ns, transport::tlp_scope::completions));
-  CHECK_FALSE(rig.rc.hands_nothing_before(1, 100 * ns, transport::tlp_scope::all));
+  CHECK(rig.rc.promises_ready_no_sooner_than(1, 100 * ns, transport::promise_scope::completions));
+  CHECK_FALSE(rig.rc.promises_ready_no_sooner_than(1, 100 * ns, transport::promise_scope::all));
 }
 
 TEST_CASE("a root complex promises nothing sooner than a device's TLP could be ready",
@@ -200,7 +203,49 @@ TEST_CASE("a link refuses a TLP its sender promised would not come", "[lookahead
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   // Ready only in 100 ns, on an idle link: it is scheduled to start then, on the promise.
   sender.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0200), sc_core::sc_time(100, sc_core::SC_NS));
-  REQUIRE(l.downstream().stats().tlps == 1);
+  REQUIRE(receiver.port.arriving().size() == 1);
   // One ready sooner breaks it.
   CHECK_THROWS_AS(sender.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0200)), std::logic_error);
+}
+
+TEST_CASE("a link counts a TLP started ahead when its start comes", "[lookahead]") {
+  endpoint sender("sender", true, true), receiver("receiver");
+  pcie::order_policy order;
+  link::pcie_link l("l", link::pcie_link_params{}, order);
+  l.connect(sender.port, receiver.port);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  sender.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0200), sc_core::sc_time(100, sc_core::SC_NS));
+  REQUIRE(receiver.port.arriving().size() == 1);  // started ahead: on the wire
+  CHECK(l.downstream().stats().tlps == 0);
+  CHECK(l.downstream().stats().busy_ps == 0);
+  run_until(100 * ns - 1);
+  CHECK(l.downstream().stats().tlps == 0);
+  sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_PS));  // its start
+  const link::channel_stats s = l.downstream().stats();
+  CHECK(s.tlps == 1);
+  CHECK(s.payload_bytes == 256);
+  CHECK(s.busy_ps > 0);
+  sc_core::sc_start();
+  CHECK(l.downstream().stats().tlps == 1);
+}
+
+TEST_CASE("a link that goes down before a TLP started ahead starts counts it dropped",
+          "[lookahead]") {
+  endpoint sender("sender", true, true), receiver("receiver");
+  pcie::order_policy order;
+  transport::stream_log log;
+  link::pcie_link l("l", link::pcie_link_params{}, order);
+  l.connect(sender.port, receiver.port);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  sender.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0200), sc_core::sc_time(100, sc_core::SC_NS));
+  REQUIRE(receiver.port.arriving().size() == 1);
+  run_until(50 * ns);
+  l.go_down(log);
+  sc_core::sc_start();
+  const link::channel_stats s = l.downstream().stats();
+  CHECK(s.tlps == 0);
+  CHECK(s.wire_bytes == 0);
+  CHECK(s.busy_ps == 0);
+  CHECK(s.dropped_tlps == 1);
+  CHECK(s.dropped_bytes == 256);
 }
