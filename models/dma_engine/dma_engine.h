@@ -34,7 +34,9 @@ class dma_engine : public sc_core::sc_module, public transport::tlp_handler {
  public:
   transport::pcie_port port;
 
-  dma_engine(sc_core::sc_module_name name, const engine_params& p, transport::stream_log& log);
+  // `pool`: the simulation's, which the engine's TLPs come from.
+  dma_engine(sc_core::sc_module_name name, const engine_params& p, transport::tlp_pool& pool,
+             transport::stream_log& log);
   // Queues a descriptor list; it starts after the descriptor latency.
   void submit(dma::dma_job job);
   memory::backing_store& local_memory() { return m_local; }
