@@ -20,9 +20,16 @@ bool posted(const dma_job& j) {
 }
 }  // namespace
 
-dma_requester::dma_requester(transport::pcie_port& port, memory::backing_store& local,
-                             const requester_params& p, transport::stream_log& log)
-    : m_port(port), m_local(local), m_params(p), m_log(log), m_tags(p.tags), m_reads(p.tags) {
+dma_requester::dma_requester(transport::pcie_port& port, transport::tlp_pool& pool,
+                             memory::backing_store& local, const requester_params& p,
+                             transport::stream_log& log)
+    : m_port(port),
+      m_pool(pool),
+      m_local(local),
+      m_params(p),
+      m_log(log),
+      m_tags(p.tags),
+      m_reads(p.tags) {
   sc_core::sc_spawn_options o;
   o.spawn_method();
   o.set_sensitivity(&m_timeout);
@@ -156,8 +163,7 @@ bool dma_requester::burst_tags_ready(const active_job& j) const {
 
 transport::tlp_txn& dma_requester::make(const pcie::tlp_header& h, uint32_t stream, bool burst,
                                         uint32_t tlps, uint32_t unit) {
-  auto& pool = transport::tlp_pool::instance();
-  return burst ? pool.make_burst(h, stream, tlps, unit) : pool.make(h, stream);
+  return burst ? m_pool.make_burst(h, stream, tlps, unit) : m_pool.make(h, stream);
 }
 
 bool dma_requester::issue_one(active_job& j) {

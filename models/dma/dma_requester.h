@@ -91,8 +91,9 @@ inline const stats::table<requester_stats>& requester_stat_table() {
 
 class dma_requester {
  public:
-  dma_requester(transport::pcie_port& port, memory::backing_store& local, const requester_params& p,
-                transport::stream_log& log);
+  // `pool`: the simulation's, which its TLPs come from.
+  dma_requester(transport::pcie_port& port, transport::tlp_pool& pool, memory::backing_store& local,
+                const requester_params& p, transport::stream_log& log);
   void submit(dma_job job);
   bool idle() const { return m_active.empty() && m_tags.in_use() == 0; }
   // Whether every TLP of stream `id` has been handed to the link (a posted write is then
@@ -134,10 +135,11 @@ class dma_requester {
   uint32_t burst_limit(const dma_job& j) const;  // TLPs the next burst may stand for
   bool burst_tags_ready(const active_job& j) const;
   uint32_t burst_size(const dma_job& j) const;  // bytes per burst for this job
-  static transport::tlp_txn& make(const pcie::tlp_header& h, uint32_t stream, bool burst,
-                                  uint32_t tlps, uint32_t unit);
+  transport::tlp_txn& make(const pcie::tlp_header& h, uint32_t stream, bool burst, uint32_t tlps,
+                           uint32_t unit);
 
   transport::pcie_port& m_port;
+  transport::tlp_pool& m_pool;
   memory::backing_store& m_local;
   requester_params m_params;
   transport::stream_log& m_log;

@@ -40,12 +40,12 @@ void memory_completer::read(transport::pcie_port& port, tlm::tlm_generic_payload
     const uint64_t first =
         std::min(done, done - m_path.time_for(h.length) + m_path.time_for(m.unit));
     const uint64_t last = std::max(done, now + m.lag_ps + latency_ps() + m_path.time_for(m.unit));
-    send_completion_burst(port, h, m, m_id, m_timing.cpl_bytes, m_timing.rcb,
-                          transport::ps(first - now) + extra, last - first,
+    send_completion_burst(port, transport::tlp_pool::of(gp), h, m, m_id, m_timing.cpl_bytes,
+                          m_timing.rcb, transport::ps(first - now) + extra, last - first,
                           m_store.share(offset, h.length), fetch);
   } else
-    send_completions(port, h, transport::meta(gp).stream, m_id, m_timing.cpl_bytes, m_timing.rcb,
-                     when, fetch);
+    send_completions(port, transport::tlp_pool::of(gp), h, transport::meta(gp).stream, m_id,
+                     m_timing.cpl_bytes, m_timing.rcb, when, fetch);
 }
 
 void memory_completer::atomic(transport::pcie_port& port, tlm::tlm_generic_payload& gp,
@@ -63,7 +63,8 @@ void memory_completer::atomic(transport::pcie_port& port, tlm::tlm_generic_paylo
   answer.length = size;
   // The requester logs the returned value as it lands, as for a read.
   send_completions(
-      port, answer, transport::meta(gp).stream, m_id, size, size, transport::ps(done - now) + extra,
+      port, transport::tlp_pool::of(gp), answer, transport::meta(gp).stream, m_id, size, size,
+      transport::ps(done - now) + extra,
       [&](uint64_t, std::span<uint8_t> out) { std::copy(old.begin(), old.end(), out.begin()); });
 }
 

@@ -10,7 +10,8 @@ namespace p2psim::dma_engine {
 
 using namespace sc_core;
 
-dma_engine::dma_engine(sc_module_name name, const engine_params& p, transport::stream_log& log)
+dma_engine::dma_engine(sc_module_name name, const engine_params& p, transport::tlp_pool& pool,
+                       transport::stream_log& log)
     : sc_module(name),
       port("port", *this, 0),
       m_params(p),
@@ -19,7 +20,7 @@ dma_engine::dma_engine(sc_module_name name, const engine_params& p, transport::s
       m_regs(p.bar0.size),
       m_local_port(m_local, p.local, p.bdf, log),
       m_reg_port(m_regs, dma::memory_timing{}, p.bdf, log),
-      m_req(port, m_local, p.requester, log) {
+      m_req(port, pool, m_local, p.requester, log) {
   SC_HAS_PROCESS(dma_engine);
   SC_METHOD(start_due);
   sensitive << m_due;

@@ -54,7 +54,9 @@ class dma_engine : public sc_core::sc_module,
  public:
   transport::pcie_port port;
 
-  dma_engine(sc_core::sc_module_name name, const engine_params& p, transport::stream_log& log);
+  // `pool`: the simulation's, which the engine's TLPs come from.
+  dma_engine(sc_core::sc_module_name name, const engine_params& p, transport::tlp_pool& pool,
+             transport::stream_log& log);
   // Queues a descriptor list; it starts after the descriptor latency.
   void submit(dma::dma_job job) override;
   memory::backing_store& local_memory() override { return m_local; }

@@ -16,8 +16,8 @@ dma::memory_timing register_timing(const dma::memory_timing& t) {
 }
 }  // namespace
 
-gpu::gpu(sc_module_name name, const gpu_params& p, transport::stream_log& log,
-         const pcie::order_policy& order)
+gpu::gpu(sc_module_name name, const gpu_params& p, transport::tlp_pool& pool,
+         transport::stream_log& log, const pcie::order_policy& order)
     : sc_module(name),
       port("port", *this, 0),
       m_params(p),
@@ -28,7 +28,7 @@ gpu::gpu(sc_module_name name, const gpu_params& p, transport::stream_log& log,
       m_bar1(p.bar1.size, p.bar1_reserved_bytes),
       m_vram_port(m_vram, p.vram(), p.bdf, log),
       m_reg_port(m_regs, register_timing(p.vram()), p.bdf, log),
-      m_copy(port, m_vram, p.copy, log) {
+      m_copy(port, pool, m_vram, p.copy, log) {
   // Before a BAR1 write or AtomicOp changes VRAM, the visibility model keeps what kernels
   // may still see.
   m_vram_port.on_store([this](uint64_t offset, std::span<const uint8_t> data) {

@@ -59,9 +59,10 @@ class gpu : public sc_core::sc_module, public transport::tlp_handler, public dma
  public:
   transport::pcie_port port;
 
-  // `order`: the fabric's; its choice source decides what kernels see of RDMA writes.
-  gpu(sc_core::sc_module_name name, const gpu_params& p, transport::stream_log& log,
-      const pcie::order_policy& order);
+  // `pool`: the simulation's, which the copy engine's TLPs come from. `order`: the fabric's;
+  // its choice source decides what kernels see of RDMA writes.
+  gpu(sc_core::sc_module_name name, const gpu_params& p, transport::tlp_pool& pool,
+      transport::stream_log& log, const pcie::order_policy& order);
   const gpu_params& params() const { return m_params; }
   memory::backing_store& vram() { return m_vram; }
   bar1_page_table& bar1() { return m_bar1; }

@@ -13,9 +13,10 @@
 namespace p2psim::root_complex {
 
 p2p_forwarder::p2p_forwarder(const forwarding_spec& p, forward_ports& ports,
-                             uint64_t base_latency_ps, uint16_t tag_base)
+                             transport::tlp_pool& pool, uint64_t base_latency_ps, uint16_t tag_base)
     : m_params(p),
       m_ports(ports),
+      m_pool(pool),
       m_latency_ps(base_latency_ps + pcie::ns_to_ps(p.latency_ns)),
       m_write_cap(p.write.bandwidth_gbs),
       m_read_cap(p.read.bandwidth_gbs),
@@ -80,9 +81,9 @@ void p2p_forwarder::forward_write(tlm::tlm_generic_payload& gp, int in, int out)
   }
   if (auto& m = transport::meta(gp); m.burst) {  // the burst now stands for the smaller TLPs
     if (m.unit > m_params.tlp_bytes)
-      transport::tlp_pool::instance().re_emit(
-          transport::txn(gp), pcie::count_requests(h.address, h.length, m_params.tlp_bytes),
-          m_params.tlp_bytes);
+      m_pool.re_emit(transport::txn(gp),
+                     pcie::count_requests(h.address, h.length, m_params.tlp_bytes),
+                     m_params.tlp_bytes);
     m_ports.send(out, gp, delay_for(h.length));
     return;
   }
@@ -94,7 +95,7 @@ void p2p_forwarder::forward_write(tlm::tlm_generic_payload& gp, int in, int out)
     pcie::tlp_header piece = h;
     piece.address = a;
     piece.length = uint32_t(stop - a);
-    transport::tlp_txn& t = transport::tlp_pool::instance().make(piece, transport::meta(gp).stream);
+    transport::tlp_txn& t = m_pool.make(piece, transport::meta(gp).stream);
     std::memcpy(t.bytes.data(), data.data() + (a - h.address), piece.length);
     if (stop == end) t.ext.parent = &gp;
     m_ports.send(out, t, delay_for(piece.length));
@@ -127,12 +128,11 @@ void p2p_forwarder::issue_reads() {
       m_in_flight += requests;
       ++r->in_flight;
       r->next_issue = stop;
-      auto& pool = transport::tlp_pool::instance();
       const uint32_t unit = m_params.tlp_bytes ? m_params.tlp_bytes : r->burst_unit;
-      m_ports.send(
-          r->out,
-          r->burst_unit ? pool.make_burst(h, r->stream, requests, unit) : pool.make(h, r->stream),
-          m_latency_ps);
+      m_ports.send(r->out,
+                   r->burst_unit ? m_pool.make_burst(h, r->stream, requests, unit)
+                                 : m_pool.make(h, r->stream),
+                   m_latency_ps);
       if (r->next_issue < r->end) continue;
     }
     // Every piece issued (or the read failed): the original request's buffer is free.
@@ -169,9 +169,8 @@ void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* da
     c.length = n;
     c.byte_count = uint32_t(r.end - a);
     c.lower_address = uint8_t(a & 0x7f);
-    auto& pool = transport::tlp_pool::instance();
     transport::tlp_txn& t =
-        r.burst_unit ? pool.make_burst(c, r.stream, count, n) : pool.make(c, r.stream);
+        r.burst_unit ? m_pool.make_burst(c, r.stream, count, n) : m_pool.make(c, r.stream);
     t.ext.meta.lag_ps = lag;  // a burst passes on as it came in
     std::memcpy(t.bytes.data(), bytes, n);
     uint64_t now = transport::now_ps();
@@ -210,7 +209,7 @@ bool p2p_forwarder::completion(tlm::tlm_generic_payload& gp, int in) {
       c.tag = r->orig.tag;
       c.completer_id = m_ports.own_id();
       c.byte_count = uint32_t(r->end - r->next_deliver);
-      m_ports.send(r->in, transport::tlp_pool::instance().make(c, r->stream), m_latency_ps);
+      m_ports.send(r->in, m_pool.make(c, r->stream), m_latency_ps);
     }
     s.remaining = 0;
   } else {

@@ -23,6 +23,7 @@
 #include "models/pcie/tag_pool.h"
 #include "models/pcie/tlp.h"
 #include "models/root_complex/platform_spec.h"
+#include "models/transport/tlp_txn.h"
 
 namespace p2psim::root_complex {
 
@@ -40,8 +41,9 @@ class p2p_forwarder {
  public:
   // Proxied reads use tags [tag_base, tag_base + proxy_tags) of the root complex's ID.
   static constexpr uint16_t proxy_tags = 512;
-  p2p_forwarder(const forwarding_spec& p, forward_ports& ports, uint64_t base_latency_ps,
-                uint16_t tag_base);
+  // `pool`: the simulation's, which the pieces and proxied reads it issues come from.
+  p2p_forwarder(const forwarding_spec& p, forward_ports& ports, transport::tlp_pool& pool,
+                uint64_t base_latency_ps, uint16_t tag_base);
   // A request from port `in` for a peer behind port `out`.
   void forward(tlm::tlm_generic_payload& gp, int in, int out);
   // A completion addressed to the root complex itself: one of the proxied reads. Returns
@@ -84,6 +86,7 @@ class p2p_forwarder {
 
   forwarding_spec m_params;
   forward_ports& m_ports;
+  transport::tlp_pool& m_pool;
   uint64_t m_latency_ps;
   memory::throughput m_write_cap, m_read_cap;
   uint16_t m_tag_base;

@@ -12,14 +12,15 @@ namespace p2psim::root_complex {
 
 using namespace sc_core;
 
-root_complex::root_complex(sc_module_name name, const rc_params& p, transport::stream_log& log)
+root_complex::root_complex(sc_module_name name, const rc_params& p, transport::tlp_pool& pool,
+                           transport::stream_log& log)
     : sc_module(name),
       m_params(p),
       m_log(log),
       m_memory(p.memory.size),
       m_memory_port(m_memory, p.platform.memory, p.bdf, log),
-      m_p2p(p.platform.p2p, *this, pcie::ns_to_ps(p.platform.rc_latency_ns), 0),
-      m_interconnect_p2p(interconnect_forwarding(p.platform), *this,
+      m_p2p(p.platform.p2p, *this, pool, pcie::ns_to_ps(p.platform.rc_latency_ns), 0),
+      m_interconnect_p2p(interconnect_forwarding(p.platform), *this, pool,
                          pcie::ns_to_ps(p.platform.rc_latency_ns), p2p_forwarder::proxy_tags),
       m_iommu("iommu", p.root_ports,
               [this](int in, tlm::tlm_generic_payload& gp, bool blocked) {

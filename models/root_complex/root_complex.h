@@ -66,7 +66,9 @@ class root_complex : public sc_core::sc_module,
                      public transport::tlp_handler,
                      private forward_ports {
  public:
-  root_complex(sc_core::sc_module_name name, const rc_params& p, transport::stream_log& log);
+  // `pool`: the simulation's, which the TLPs it forwards in pieces or proxies come from.
+  root_complex(sc_core::sc_module_name name, const rc_params& p, transport::tlp_pool& pool,
+               transport::stream_log& log);
   transport::pcie_port& root_port(int i) { return *m_ports[i]; }
   transport::pcie_port& interconnect_port(int i) { return *m_ports[m_params.root_ports + i]; }
   // What is behind root port i.

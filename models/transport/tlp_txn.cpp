@@ -20,16 +20,12 @@ std::span<const uint8_t> tlp_txn::payload() {
   return {bytes.data(), bytes.size()};
 }
 
-tlp_pool& tlp_pool::instance() {
-  static tlp_pool pool;
-  return pool;
-}
-
 tlp_txn& tlp_pool::make(const pcie::tlp_header& h, uint32_t stream) {
   tlp_txn* t;
   if (m_free.empty()) {
     t = new tlp_txn;
     t->set_mm(this);
+    t->pool = this;
     m_all.push_back(t);
   } else {
     t = m_free.back();

@@ -46,6 +46,8 @@ struct uninitialized_allocator {
   bool operator==(const uninitialized_allocator&) const { return true; }
 };
 
+class tlp_pool;
+
 class tlp_txn : public tlm::tlm_generic_payload {
  public:
   tlp_txn() { set_extension(&ext); }
@@ -56,6 +58,9 @@ class tlp_txn : public tlm::tlm_generic_payload {
   // Burst fidelity: a burst of whole memory chunks carries the chunks themselves (shared,
   // copy on write) instead of a copy of their bytes.
   memory::chunk_run shared;
+  // The pool it came from and goes back to (its memory manager, which this SystemC's
+  // tlm_generic_payload does not hand out).
+  tlp_pool* pool = nullptr;
   void carry(memory::chunk_run run);
   // Calls f(offset in the payload, bytes) for each contiguous piece of the payload.
   template <typename F>
@@ -91,9 +96,19 @@ inline const pcie::tlp_meta& meta(const tlm::tlm_generic_payload& gp) {
   return txn(gp).ext.meta;
 }
 
+// A simulation's TLPs: its owner (core::fabric_system, a test rig) makes it before the modules
+// that allocate from it and destroys it after them. Modules that allocate get it by reference;
+// one that only answers a request takes it from the request (`of`), so two simulations in one
+// process never count or reuse each other's transactions.
 class tlp_pool : public tlm::tlm_mm_interface {
  public:
-  static tlp_pool& instance();
+  tlp_pool() = default;
+  // Every transaction it made points back to it (its memory manager).
+  tlp_pool(const tlp_pool&) = delete;
+  tlp_pool& operator=(const tlp_pool&) = delete;
+  // The pool `gp` came from (every TLP is a tlp_txn made by a tlp_pool): a field, not a
+  // virtual call or a lookup.
+  static tlp_pool& of(const tlm::tlm_generic_payload& gp) { return *txn(gp).pool; }
   // A fresh TLP with `h` as header and room for its payload; reference count 1.
   tlp_txn& make(const pcie::tlp_header& h, uint32_t stream);
   void free(tlm::tlm_generic_payload* gp) override;

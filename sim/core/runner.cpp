@@ -368,7 +368,7 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.simulated_ns = uint64_t(sc_time_stamp().to_seconds() * 1e9 + 0.5);
-  r.tlps = transport::tlp_pool::instance().tlps();
+  r.tlps = sys.pool().tlps();
   r.fidelity = to_string(s.fidelity);
   for (const auto& l : sys.links())
     r.hops += l.link->downstream().stats().tlps + l.link->upstream().stats().tlps;

@@ -99,7 +99,9 @@ void fabric_system::build_sockets() {
     for (const auto& q : m_topo.interconnects)
       p.interconnect_ports += q.a == s.name || q.b == s.name;
     m_sockets[s.name] = backed(
-        [&] { return std::make_unique<root_complex::root_complex>(s.name.c_str(), p, m_log); },
+        [&] {
+          return std::make_unique<root_complex::root_complex>(s.name.c_str(), p, m_pool, m_log);
+        },
         topo::loc_of(s, "memory"), "memory", s.memory_bytes);
   }
 }
@@ -136,9 +138,9 @@ void fabric_system::build_devices() {
       p.cpl_bytes = c.mps;
       p.rcb = c.rcb;
       p.copy = req;
-      m_gpus[d.name] =
-          backed([&] { return std::make_unique<gpu::gpu>(d.name.c_str(), p, m_log, m_order); },
-                 topo::loc_of(d, "vram"), "vram", d.gpu.vram_bytes);
+      m_gpus[d.name] = backed(
+          [&] { return std::make_unique<gpu::gpu>(d.name.c_str(), p, m_pool, m_log, m_order); },
+          topo::loc_of(d, "vram"), "vram", d.gpu.vram_bytes);
     } else {
       dma_engine::engine_params p;
       static_cast<dma_engine::engine_spec&>(p) = d.engine;
@@ -149,9 +151,11 @@ void fabric_system::build_devices() {
       p.local = {100, 0, c.mps, c.rcb};
       p.requester = req;
       const char* key = d.engine.bar2_bytes > d.engine.local_memory_bytes ? "bar2" : "local_memory";
-      m_engines[d.name] =
-          backed([&] { return std::make_unique<dma_engine::dma_engine>(d.name.c_str(), p, m_log); },
-                 topo::loc_of(d, key), key, p.local_memory_bytes);
+      m_engines[d.name] = backed(
+          [&] {
+            return std::make_unique<dma_engine::dma_engine>(d.name.c_str(), p, m_pool, m_log);
+          },
+          topo::loc_of(d, key), key, p.local_memory_bytes);
     }
   }
 }

@@ -16,6 +16,7 @@
 #include "models/root_complex/root_complex.h"
 #include "models/switch/pcie_switch.h"
 #include "models/transport/stream_log.h"
+#include "models/transport/tlp_txn.h"
 #include "sim/topology/address_map.h"
 #include "sim/topology/topology.h"
 
@@ -36,6 +37,10 @@ class fabric_system {
   const topo::topology& topology() const { return m_topo; }
   const topo::address_map& addresses() const { return m_addr; }
   transport::stream_log& streams() { return m_log; }
+  // Where this fabric's TLPs come from: how many it made (the run's TLP count), or one to
+  // send by hand.
+  transport::tlp_pool& pool() { return m_pool; }
+  const transport::tlp_pool& pool() const { return m_pool; }
   const pcie::order_policy& order() const { return m_order; }
 
   gpu::gpu* find_gpu(const std::string& name);
@@ -75,6 +80,8 @@ class fabric_system {
   transport::pcie_port& upstream_port_for(const topo::link_params& l, int index);
   transport::pcie_port& downstream_port_for(const std::string& node);
 
+  // First, so it is destroyed after every module: a module may still hold TLPs then.
+  transport::tlp_pool m_pool;
   const topo::topology& m_topo;
   const topo::address_map& m_addr;
   const bool m_bursts;

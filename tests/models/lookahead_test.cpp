@@ -36,19 +36,21 @@ struct endpoint : sc_core::sc_module, transport::tlp_handler {
   }
 };
 
-tlm::tlm_generic_payload& tlp(pcie::tlp_type type, uint32_t length, uint16_t requester_id) {
+tlm::tlm_generic_payload& tlp(transport::tlp_pool& pool, pcie::tlp_type type, uint32_t length,
+                              uint16_t requester_id) {
   pcie::tlp_header h;
   h.type = type;
   h.address = 0x1000;
   h.length = length;
   h.requester_id = requester_id;
   h.byte_count = length;
-  return transport::tlp_pool::instance().make(h, 0);
+  return pool.make(h, 0);
 }
 
 // A root complex (latency 150 ns) with a device on its root port (a 5 ns link) and another
 // socket across the interconnect (50 ns), which promises about its completions as told.
 struct socket_rig {
+  transport::tlp_pool pool;  // first: destroyed after every module that may hold a TLP
   pcie::order_policy order;  // all rules, in order
   transport::stream_log log;
   root_complex::root_complex rc;
@@ -56,7 +58,7 @@ struct socket_rig {
   link::pcie_link device_link;
   link::interconnect_link upi;
   explicit socket_rig(bool remote_promises)
-      : rc("rc", params(), log),
+      : rc("rc", params(), pool, log),
         device("device"),
         remote("remote", true, remote_promises),
         device_link("device_link", link::pcie_link_params{}, order),
@@ -79,6 +81,7 @@ struct socket_rig {
 
 // A cut-through switch (latency 110 ns) between a host above and a device below (5 ns links).
 struct switch_rig {
+  transport::tlp_pool pool;
   pcie::order_policy order;
   pcie_switch::pcie_switch sw;
   endpoint host, device;
@@ -110,7 +113,7 @@ TEST_CASE("a switch promises nothing sooner than a TLP on the wire can leave", "
   CHECK(rig.promises(0, 110 * ns));  // nothing on any wire: anything is 110 ns away at least
   CHECK_FALSE(rig.promises(0, 110 * ns + 1));
   // A write from the device leaves 110 ns after its header came in (cut-through).
-  rig.device.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0100));
+  rig.device.port.send(tlp(rig.pool, pcie::tlp_type::mwr, 256, 0x0100));
   const auto on_wire = rig.sw.downstream(0).arriving().front();
   const uint64_t leaves = on_wire.at_ps - on_wire.ser_ps + 110 * ns;
   run_until(on_wire.at_ps - 1);
@@ -122,7 +125,7 @@ TEST_CASE("a switch promises nothing sooner than a TLP on the wire can leave", "
 TEST_CASE("a switch promises nothing past a request it may refuse at once", "[lookahead]") {
   switch_rig rig;
   // A read from above for an address no port claims: the switch answers UR as it comes in.
-  rig.host.port.send(tlp(pcie::tlp_type::mrd, 64, 0x0000));
+  rig.host.port.send(tlp(rig.pool, pcie::tlp_type::mrd, 64, 0x0000));
   const auto on_wire = rig.sw.upstream().arriving().front();
   const uint64_t arrives = on_wire.at_ps;
   run_until(arrives - 1);
@@ -157,7 +160,7 @@ TEST_CASE("a root complex promises nothing sooner than a device's TLP could be r
   CHECK(rig.promises(155 * ns));
   CHECK_FALSE(rig.promises(155 * ns + 1));
   // A write on the device's link: ready 150 ns after it arrives, then.
-  rig.device.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0100));
+  rig.device.port.send(tlp(rig.pool, pcie::tlp_type::mwr, 256, 0x0100));
   const uint64_t arrives = rig.rc.root_port(0).arriving().front().at_ps;
   run_until(arrives - 1);  // still on the wire
   CHECK(rig.promises(arrives + 150 * ns));
@@ -168,7 +171,7 @@ TEST_CASE("a root complex promises nothing sooner than a device's TLP could be r
 TEST_CASE("a root complex promises nothing past a completion on the interconnect", "[lookahead]") {
   socket_rig rig(true);
   // A completion for a device (bus 1) from the other socket: it goes on as it arrives.
-  rig.remote.port.send(tlp(pcie::tlp_type::cpld, 64, 0x0100));
+  rig.remote.port.send(tlp(rig.pool, pcie::tlp_type::cpld, 64, 0x0100));
   const uint64_t arrives = rig.rc.interconnect_port(0).arriving().front().at_ps;
   REQUIRE(arrives < 150 * ns);
   CHECK(rig.promises(arrives));
@@ -184,7 +187,7 @@ TEST_CASE("a root complex promises nothing sooner than a TLP held for a page wal
   translating.miss_latency_ns = 300;
   rig.rc.add_iommu_domain(0x0100, translating);
   // An unmapped write walks the tables (300 ns) before it is refused: held until then.
-  rig.device.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0100));
+  rig.device.port.send(tlp(rig.pool, pcie::tlp_type::mwr, 256, 0x0100));
   const uint64_t arrives = rig.rc.root_port(0).arriving().front().at_ps;
   const uint64_t walked = arrives + 300 * ns;
   run_until(walked - 2 * ns);
@@ -196,25 +199,29 @@ TEST_CASE("a root complex promises nothing sooner than a TLP held for a page wal
 }
 
 TEST_CASE("a link refuses a TLP its sender promised would not come", "[lookahead]") {
+  transport::tlp_pool pool;  // outlives the link, which keeps the refused TLP
   endpoint sender("sender", true, true), receiver("receiver");
   pcie::order_policy order;
   link::pcie_link l("l", link::pcie_link_params{}, order);
   l.connect(sender.port, receiver.port);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   // Ready only in 100 ns, on an idle link: it is scheduled to start then, on the promise.
-  sender.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0200), sc_core::sc_time(100, sc_core::SC_NS));
+  sender.port.send(tlp(pool, pcie::tlp_type::mwr, 256, 0x0200),
+                   sc_core::sc_time(100, sc_core::SC_NS));
   REQUIRE(receiver.port.arriving().size() == 1);
   // One ready sooner breaks it.
-  CHECK_THROWS_AS(sender.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0200)), std::logic_error);
+  CHECK_THROWS_AS(sender.port.send(tlp(pool, pcie::tlp_type::mwr, 256, 0x0200)), std::logic_error);
 }
 
 TEST_CASE("a link counts a TLP started ahead when its start comes", "[lookahead]") {
+  transport::tlp_pool pool;  // outlives the link and the ports holding its TLPs
   endpoint sender("sender", true, true), receiver("receiver");
   pcie::order_policy order;
   link::pcie_link l("l", link::pcie_link_params{}, order);
   l.connect(sender.port, receiver.port);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
-  sender.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0200), sc_core::sc_time(100, sc_core::SC_NS));
+  sender.port.send(tlp(pool, pcie::tlp_type::mwr, 256, 0x0200),
+                   sc_core::sc_time(100, sc_core::SC_NS));
   REQUIRE(receiver.port.arriving().size() == 1);  // started ahead: on the wire
   CHECK(l.downstream().stats().tlps == 0);
   CHECK(l.downstream().stats().busy_ps == 0);
@@ -231,13 +238,15 @@ TEST_CASE("a link counts a TLP started ahead when its start comes", "[lookahead]
 
 TEST_CASE("a link that goes down before a TLP started ahead starts counts it dropped",
           "[lookahead]") {
+  transport::tlp_pool pool;  // outlives the link and the ports holding its TLPs
   endpoint sender("sender", true, true), receiver("receiver");
   pcie::order_policy order;
   transport::stream_log log;
   link::pcie_link l("l", link::pcie_link_params{}, order);
   l.connect(sender.port, receiver.port);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
-  sender.port.send(tlp(pcie::tlp_type::mwr, 256, 0x0200), sc_core::sc_time(100, sc_core::SC_NS));
+  sender.port.send(tlp(pool, pcie::tlp_type::mwr, 256, 0x0200),
+                   sc_core::sc_time(100, sc_core::SC_NS));
   REQUIRE(receiver.port.arriving().size() == 1);
   run_until(50 * ns);
   l.go_down(log);

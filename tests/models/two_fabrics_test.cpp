@@ -1,6 +1,7 @@
 // Two fabrics in one process share nothing: each has its own ordering table and choice source
-// (pcie::order_policy), and each has its own driver stack (kernel::os over an nvidia_driver
-// over that fabric's GPUs), reached through the C entry points by binding its OS. SystemC
+// (pcie::order_policy), its own TLP pool (transport::tlp_pool), and its own driver stack
+// (kernel::os over an nvidia_driver over that fabric's GPUs), reached through the C entry
+// points by binding its OS. SystemC
 // elaborates once per process, so both fabrics are elaborated side by side (each inside a
 // module of its own, which keeps their module names apart) and the test never starts the
 // simulation: what it checks needs none.
@@ -13,6 +14,7 @@
 #include "models/driver/nvidia/nv-p2p.h"
 #include "models/driver/nvidia/nvidia_driver.h"
 #include "models/pcie/order_policy.h"
+#include "models/transport/tlp_txn.h"
 #include "sim/core/driver_gpus.h"
 #include "sim/core/system.h"
 #include "sim/topology/address_map.h"
@@ -147,4 +149,38 @@ TEST_CASE("two fabrics in one process have driver stacks of their own", "[contex
   CHECK(a.gpu0().bar1().mapped_pages() == 0);
   CHECK(b.driver.live_pins() == 1);
   CHECK(b.gpu0().bar1().mapped_pages() == 1);
+}
+
+TEST_CASE("two fabrics in one process have TLP pools of their own", "[context][pool]") {
+  fabric a("a", {}), b("b", {});
+  transport::tlp_pool &pa = a.sys.pool(), &pb = b.sys.pool();
+  REQUIRE(&pa != &pb);
+  CHECK(pa.created() == 0);  // elaborating a fabric sends nothing
+  CHECK(pb.created() == 0);
+
+  pcie::tlp_header h;
+  h.type = pcie::tlp_type::mwr;
+  h.address = 0x1000;
+  h.length = 64;
+  transport::tlp_txn& in_a = pa.make(h, 0);
+  CHECK(&transport::tlp_pool::of(in_a) == &pa);  // what a completer answering it would use
+  CHECK(pa.created() == 1);
+  CHECK(pa.tlps() == 1);
+  CHECK(pb.created() == 0);  // not counted in b's run
+  CHECK(pb.tlps() == 0);
+
+  // Released, it goes back to a's pool: b makes a transaction of its own rather than take it.
+  in_a.release();
+  transport::tlp_txn& in_b = pb.make(h, 0);
+  CHECK(&in_b != &in_a);
+  CHECK(&transport::tlp_pool::of(in_b) == &pb);
+  CHECK(pb.created() == 1);
+  CHECK(pa.created() == 1);
+  // While a reuses it.
+  transport::tlp_txn& again = pa.make(h, 0);
+  CHECK(&again == &in_a);
+  CHECK(pa.created() == 2);
+  CHECK(pb.created() == 1);
+  again.release();
+  in_b.release();
 }
