@@ -237,12 +237,13 @@ bool link_channel::start_ahead(uint64_t now) {
 bool link_channel::promises_arrival_no_sooner_than(uint64_t t,
                                                    transport::promise_scope which) const {
   const uint64_t now = transport::now_ps(), latency = m_timing.latency_ps;
+  // Only the queues the promise is about: every class, or the completions alone.
   const bool all = which == transport::promise_scope::all;
-  for (int c = 0; c < pcie::fc_class_count; ++c) {
-    if (!all && c != int(pcie::fc_class::completion)) continue;
+  const int first = all ? 0 : int(pcie::fc_class::completion);
+  const int last = all ? pcie::fc_class_count - 1 : first;
+  for (int c = first; c <= last; ++c)
     for (const entry& e : m_queue[c])
       if (std::max(e.ready_ps, now) + latency < t) return false;
-  }
   if (t <= now + latency) return true;  // what is still to be handed over starts now or later
   return m_sender && m_sender->owner_promises_ready_no_sooner_than(t - latency, which);
 }
