@@ -160,13 +160,14 @@ param<Spec> over(std::string key, params::unit u, M Spec::*m, std::string descri
 
 }  // namespace detail
 
-// Bytes, in a uint32_t/uint64_t member (or std::optional of one).
+namespace detail {
+
+// An unsigned count of its unit (bytes, an address), kept exact in value::count.
 template <class Spec, class M>
-param<Spec> size(std::string key, M Spec::*m, std::string description) {
-  using T = typename detail::optional_of<M>::type;
-  static_assert(std::is_unsigned_v<T>, "a size is an unsigned byte count");
-  return detail::over<Spec>(
-      std::move(key), unit::size, m, std::move(description),
+param<Spec> exact(std::string key, params::unit u, M Spec::*m, std::string description) {
+  using T = typename optional_of<M>::type;
+  return over<Spec>(
+      std::move(key), u, m, std::move(description),
       [](T v) {
         value out;
         out.count = v;
@@ -174,47 +175,47 @@ param<Spec> size(std::string key, M Spec::*m, std::string description) {
         return out;
       },
       [](const value& v) { return T(v.count); });
+}
+
+// A real number of its unit (ns, GB/s), in a double member.
+template <class Spec, class M>
+param<Spec> real(std::string key, params::unit u, M Spec::*m, std::string description) {
+  return over<Spec>(
+      std::move(key), u, m, std::move(description),
+      [](double v) {
+        value out;
+        out.number = v;
+        return out;
+      },
+      [](const value& v) { return v.number; });
+}
+
+}  // namespace detail
+
+// Bytes, in a uint32_t/uint64_t member (or std::optional of one).
+template <class Spec, class M>
+param<Spec> size(std::string key, M Spec::*m, std::string description) {
+  static_assert(std::is_unsigned_v<typename detail::optional_of<M>::type>,
+                "a size is an unsigned byte count");
+  return detail::exact(std::move(key), unit::size, m, std::move(description));
 }
 
 // A bus address, in a std::optional<uint64_t> (unset: allocated) or uint64_t member.
 template <class Spec, class M>
 param<Spec> address(std::string key, M Spec::*m, std::string description) {
-  using T = typename detail::optional_of<M>::type;
-  return detail::over<Spec>(
-      std::move(key), unit::address, m, std::move(description),
-      [](T v) {
-        value out;
-        out.count = v;
-        out.number = double(v);
-        return out;
-      },
-      [](const value& v) { return T(v.count); });
+  return detail::exact(std::move(key), unit::address, m, std::move(description));
 }
 
 // Nanoseconds in a double member.
 template <class Spec, class M>
 param<Spec> time(std::string key, M Spec::*m, std::string description) {
-  return detail::over<Spec>(
-      std::move(key), unit::time, m, std::move(description),
-      [](double v) {
-        value out;
-        out.number = v;
-        return out;
-      },
-      [](const value& v) { return v.number; });
+  return detail::real(std::move(key), unit::time, m, std::move(description));
 }
 
 // GB/s (1e9 bytes per second) in a double member.
 template <class Spec, class M>
 param<Spec> bandwidth(std::string key, M Spec::*m, std::string description) {
-  return detail::over<Spec>(
-      std::move(key), unit::bandwidth, m, std::move(description),
-      [](double v) {
-        value out;
-        out.number = v;
-        return out;
-      },
-      [](const value& v) { return v.number; });
+  return detail::real(std::move(key), unit::bandwidth, m, std::move(description));
 }
 
 // A whole number in an integer member; give its range with between().
