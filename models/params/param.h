@@ -293,4 +293,28 @@ table<Spec> join(std::initializer_list<table<Spec>> parts) {
   return out;
 }
 
+// A parameter bound to one spec object: what code that does not know the spec's type (a device
+// kind's settings, models/device/device_kind.h) reads, writes and documents.
+struct bound {
+  const declaration* decl;
+  std::function<value()> get;
+  std::function<void(const value&)> set;
+};
+
+template <class Spec>
+std::vector<bound> bind(const table<Spec>& t, Spec& s) {
+  std::vector<bound> out;
+  for (const auto& p : t)
+    out.push_back({&p, [&p, &s] { return p.get(s); }, [&p, &s](const value& v) { p.set(s, v); }});
+  return out;
+}
+
+// Read-only: `set` is empty.
+template <class Spec>
+std::vector<bound> bind(const table<Spec>& t, const Spec& s) {
+  std::vector<bound> out;
+  for (const auto& p : t) out.push_back({&p, [&p, &s] { return p.get(s); }, {}});
+  return out;
+}
+
 }  // namespace p2psim::params

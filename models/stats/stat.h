@@ -80,4 +80,31 @@ inline const char* to_string(unit u) {
   return "";
 }
 
+// One stat's value at the end of a run, for code that does not know the stats struct (a device
+// kind's stats, models/device/device_kind.h): a count, or a ratio when `is_ratio`.
+struct reading {
+  const declaration* decl;
+  uint64_t count = 0;
+  double ratio = 0;
+  bool is_ratio = false;
+};
+
+template <class Stats>
+std::vector<reading> read(const table<Stats>& t, const Stats& s, uint64_t simulated_ps) {
+  std::vector<reading> out;
+  for (const auto& st : t)
+    if (st.count)
+      out.push_back({&st, st.count(s), 0, false});
+    else
+      out.push_back({&st, 0, st.ratio(s, simulated_ps), true});
+  return out;
+}
+
+template <class Stats>
+std::vector<const declaration*> declarations(const table<Stats>& t) {
+  std::vector<const declaration*> out;
+  for (const auto& st : t) out.push_back(&st);
+  return out;
+}
+
 }  // namespace p2psim::stats

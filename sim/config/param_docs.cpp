@@ -99,4 +99,25 @@ std::string regenerate_blocks(const std::string& doc, const std::string& marker,
   return out + doc.substr(at);
 }
 
+std::vector<param_row> rows(const std::vector<params::bound>& ps) {
+  std::vector<param_row> out;
+  for (const auto& p : ps) {
+    std::string def = p.decl->default_means;
+    if (def.empty()) {
+      const std::string v = format_value(*p.decl, p.get());
+      def = v.empty() ? "unset" : "`" + v + "`";
+    }
+    out.push_back({p.decl->key, type_text(*p.decl), def, p.decl->description});
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> values(const std::vector<params::bound>& ps) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& p : ps)
+    if (std::string v = format_value(*p.decl, p.get()); !v.empty())
+      out.emplace_back(p.decl->key, v);
+  return out;
+}
+
 }  // namespace p2psim::config

@@ -24,28 +24,19 @@ std::string type_text(const params::declaration& d);
 // A value as a file writes it ("110ns", "4KiB", "true"); empty for an unset optional.
 std::string format_value(const params::declaration& d, const params::value& v);
 
+// A row per parameter; the values the parameters hold are the defaults.
+std::vector<param_row> rows(const std::vector<params::bound>& ps);
 template <class Spec>
 std::vector<param_row> rows(const params::table<Spec>& t, const Spec& defaults = Spec{}) {
-  std::vector<param_row> out;
-  for (const auto& p : t) {
-    std::string def = p.default_means;
-    if (def.empty()) {
-      const std::string v = format_value(p, p.get(defaults));
-      def = v.empty() ? "unset" : "`" + v + "`";
-    }
-    out.push_back({p.key, type_text(p), def, p.description});
-  }
-  return out;
+  return rows(params::bind(t, defaults));
 }
 
-// Key and formatted value of every set parameter of `s`, in declaration order.
+// Key and formatted value of every set parameter, in declaration order.
+std::vector<std::pair<std::string, std::string>> values(const std::vector<params::bound>& ps);
 template <class Spec>
 std::vector<std::pair<std::string, std::string>> values(const params::table<Spec>& t,
                                                         const Spec& s) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& p : t)
-    if (std::string v = format_value(p, p.get(s)); !v.empty()) out.emplace_back(p.key, v);
-  return out;
+  return values(params::bind(t, s));
 }
 
 // | Key | Type | Default | Meaning |, a row each, for docs/.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "sim/config/units.h"
@@ -82,17 +83,48 @@ params::value read_value(const node_reader& r, const std::string& key, const par
   return v;
 }
 
-namespace detail {
+namespace {
 
-std::vector<entry_ref> below(const std::vector<const params::declaration*>& decls,
-                             const std::string& section) {
-  std::vector<entry_ref> out;
-  const std::string prefix = section.empty() ? "" : section + ".";
-  for (size_t i = 0; i < decls.size(); ++i)
-    if (decls[i]->key.compare(0, prefix.size(), prefix) == 0)
-      out.push_back({i, decls[i]->key.substr(prefix.size())});
-  return out;
+// An entry of a bound list (by index) with its key relative to the map being read.
+struct entry_ref {
+  size_t index;
+  std::string key;
+};
+
+void read_entries(const node_reader& r, const std::vector<params::bound>& ps,
+                  const std::vector<entry_ref>& entries) {
+  std::vector<std::string> sections;  // nested maps, in declaration order
+  for (const auto& e : entries) {
+    const auto dot = e.key.find('.');
+    if (dot == std::string::npos) {
+      const auto& p = ps[e.index];
+      p.set(read_value(r, e.key, *p.decl, p.get()));
+      continue;
+    }
+    const std::string first = e.key.substr(0, dot);
+    if (std::find(sections.begin(), sections.end(), first) != sections.end()) continue;
+    sections.push_back(first);
+    auto child = r.optional_child(first);
+    if (!child) continue;
+    std::vector<entry_ref> inner;
+    for (const auto& f : entries)
+      if (f.key.compare(0, first.size() + 1, first + ".") == 0)
+        inner.push_back({f.index, f.key.substr(first.size() + 1)});
+    read_entries(*child, ps, inner);
+    child->done();
+  }
 }
 
-}  // namespace detail
+}  // namespace
+
+void read_params(const node_reader& r, const std::vector<params::bound>& ps,
+                 const std::string& section) {
+  std::vector<entry_ref> entries;
+  const std::string prefix = section.empty() ? "" : section + ".";
+  for (size_t i = 0; i < ps.size(); ++i)
+    if (ps[i].decl->key.compare(0, prefix.size(), prefix) == 0)
+      entries.push_back({i, ps[i].decl->key.substr(prefix.size())});
+  read_entries(r, ps, entries);
+}
+
 }  // namespace p2psim::config

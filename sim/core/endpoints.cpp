@@ -21,9 +21,9 @@ target_region::target_region(fabric_system& sys, const std::string& name, uint64
     g->bar1().map(m_first_page, m_pages, offset);
     m_store = &g->vram();
     m_bus = g->params().bar1.base + m_first_page * page;
-  } else if (auto* e = sys.find_engine(name)) {
-    m_store = &e->local_memory();
-    m_bus = e->params().bar2.base + offset;
+  } else if (auto* d = sys.find_device(name); d && d->exposed().store) {
+    m_store = d->exposed().store;
+    m_bus = d->exposed().bus_base + offset;
   } else if (auto* rc = sys.find_socket(name)) {
     m_store = &rc->memory();
     m_bus = rc->params().memory.base + offset;
@@ -49,21 +49,14 @@ target_region::~target_region() {
 
 uint64_t target_capacity(const topo::topology& t, const topo::address_map&,
                          const std::string& name) {
-  if (const auto* d = t.find_device(name)) {
-    if (d->type == topo::device_type::gpu)
-      return std::min(d->gpu.bar1_bytes - d->gpu.bar1_reserved_bytes, d->gpu.vram_bytes);
-    return d->engine.bar2_bytes;
-  }
+  if (const auto* d = t.find_device(name)) return d->settings->target_bytes();
   if (const auto* s = t.find_socket(name)) return s->memory_bytes;
   return 0;
 }
 
 uint64_t initiator_capacity(const topo::topology& t, const std::string& name) {
-  if (const auto* d = t.find_device(name))
-    return d->type == topo::device_type::gpu
-               ? d->gpu.vram_bytes
-               : std::max(d->engine.local_memory_bytes, d->engine.bar2_bytes);
-  return 0;
+  const auto* d = t.find_device(name);
+  return d && d->kind().initiates_dma() ? d->settings->local_bytes() : 0;
 }
 
 }  // namespace p2psim::core

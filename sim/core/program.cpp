@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "models/gpu/gpu_spec.h"
 #include "sim/config/error.h"
 #include "sim/core/program_read.h"
 
@@ -150,24 +151,29 @@ program_spec read_program(const config::node_reader& root) {
 
 namespace p2psim::core {
 
+namespace {
+
+// A device a third-party kernel driver runs: one that starts DMAs and is not a GPU.
+bool third_party_initiator(const topo::topology& t, const std::string& name) {
+  const auto* d = t.find_device(name);
+  return d && d->kind().initiates_dma() && !d->spec<gpu::gpu_spec>();
+}
+
+}  // namespace
+
 void check_program(const program_spec& p, const topo::topology& t) {
-  if (p.peer) {
-    const auto* d = t.find_device(p.peer->device);
-    if (!d || d->type != topo::device_type::dma_engine)
-      throw config::error(p.peer->loc, "device",
-                          "'" + p.peer->device + "' is not a DMA engine in " + t.file);
-  }
+  const std::string not_peer = "' is not a third-party DMA device (a DMA engine, ...) in ";
+  if (p.peer && !third_party_initiator(t, p.peer->device))
+    throw config::error(p.peer->loc, "device", "'" + p.peer->device + not_peer + t.file);
   for (const auto& s : p.steps) {
     if (s.call == "cuCtxCreate") {
       const auto* d = t.find_device(s.device);
-      if (!d || d->type != topo::device_type::gpu)
+      if (!d || !d->spec<gpu::gpu_spec>())
         throw config::error(s.loc, "device", "'" + s.device + "' is not a GPU in " + t.file);
     }
-    for (const auto& [key, engine] : {std::pair{"peer", s.peer}, {"mapping", s.mapping}}) {
-      const auto* d = engine.empty() ? nullptr : t.find_device(engine);
-      if (!engine.empty() && (!d || d->type != topo::device_type::dma_engine))
-        throw config::error(s.loc, key, "'" + engine + "' is not a DMA engine in " + t.file);
-    }
+    for (const auto& [key, engine] : {std::pair{"peer", s.peer}, {"mapping", s.mapping}})
+      if (!engine.empty() && !third_party_initiator(t, engine))
+        throw config::error(s.loc, key, "'" + engine + not_peer + t.file);
     if (s.call == "link_down" && std::none_of(t.links.begin(), t.links.end(),
                                               [&](const auto& l) { return l.down == s.device; }))
       throw config::error(s.loc, "device",

@@ -326,7 +326,7 @@ std::string program_runner::callbacks_check(const step_spec& s) {
 std::string program_runner::pin_dma(const step_spec& s, int pid, size_t index) {
   (void)pid;
   const pin_record* p = m_pins.at(s.pin);
-  dma_engine::dma_engine* engine = s.peer.empty() ? m_engine : m_sys.find_engine(s.peer);
+  dma::dma_initiator* engine = s.peer.empty() ? m_engine : m_sys.find_initiator(s.peer);
   m_dmas[index].done = true;  // until it starts: the program's end waits for unfinished DMAs
   if (!p->table || s.offset >= p->length || (s.has_size && s.size > p->length - s.offset))
     return "-EINVAL";  // no pages (get_pages failed), or outside them: as kmd::dma_segments

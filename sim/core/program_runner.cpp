@@ -41,7 +41,7 @@ program_runner::program_runner(sc_module_name n, fabric_system& sys, const progr
   m_copies = std::make_unique<copy_engine_executor>(sys, by_ordinal);
   m_os.set_copy_executor(m_copies.get());
   if (p.peer) {
-    m_engine = sys.find_engine(p.peer->device);
+    m_engine = sys.find_initiator(p.peer->device);
     m_peer_dev.name = p.peer->device;
     m_peer_dev.bdf = sys.addresses().devices.at(p.peer->device).bdf;
     m_peer_dev.iommu = sys.iommu_for(p.peer->device);

@@ -141,7 +141,7 @@ class program_runner : public sc_core::sc_module {
   std::unique_ptr<peer::kmd> m_kmd;
   std::map<int, std::unique_ptr<peer::regcache>> m_caches;  // by pid
   uint64_t m_peak_cached_bytes = 0;                         // all processes' caches together
-  dma_engine::dma_engine* m_engine = nullptr;
+  dma::dma_initiator* m_engine = nullptr;                   // the peer driver's device
   std::map<std::string, buffer> m_buffers;
   std::map<int, CUcontext> m_contexts;                   // the last context each process created
   std::map<std::string, std::vector<uint8_t>> m_images;  // what cuMemcpy put in each buffer

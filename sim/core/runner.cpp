@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "models/gpu/gpu_spec.h"
 #include "models/transport/sim_clock.h"
 #include "models/transport/tlp_txn.h"
 #include "sim/config/error.h"
@@ -299,9 +300,12 @@ void check_scenario(const scenario& s, const topo::topology& t, const topo::addr
     const auto& x = s.transfers[k];
     const auto* init = t.find_device(x.initiator);
     if (!init)
+      throw config::error(x.loc, "initiator",
+                          fmt::format("'{}' is not a device in {}", x.initiator, t.file));
+    if (!init->kind().initiates_dma())
       throw config::error(
           x.loc, "initiator",
-          fmt::format("'{}' is not a GPU or DMA engine in {}", x.initiator, t.file));
+          fmt::format("'{}' is a {}, which starts no DMA", x.initiator, init->kind().title()));
     const auto* dev = t.find_device(x.target);
     if (!dev && !t.find_socket(x.target))
       throw config::error(x.loc, "target",
@@ -310,9 +314,10 @@ void check_scenario(const scenario& s, const topo::topology& t, const topo::addr
     uint64_t need =
         base[k] + uint64_t(x.concurrency) * slot_bytes(std::max(x.size, s.latency_size));
     uint64_t cap = target_capacity(t, a, x.target);
-    if (dev && dev->type == topo::device_type::dma_engine && cap == 0)
+    if (dev && cap == 0)
       throw config::error(x.loc, "target",
-                          fmt::format("'{}' exposes no memory (its bar2 is 0)", x.target));
+                          fmt::format("'{}' exposes no memory to peers (a {} with these settings)",
+                                      x.target, dev->kind().title()));
     if (need > cap)
       throw config::error(
           x.loc, "size",
@@ -320,8 +325,7 @@ void check_scenario(const scenario& s, const topo::topology& t, const topo::addr
               "{} streams of {} bytes{} need {} bytes on {}, which exposes {} bytes{}",
               x.concurrency, x.size,
               base[k] ? " (after those of the transfers running with it)" : "", need, x.target, cap,
-              dev && dev->type == topo::device_type::gpu ? " (BAR1 less its driver-reserved region)"
-                                                         : ""));
+              dev && dev->spec<gpu::gpu_spec>() ? " (BAR1 less its driver-reserved region)" : ""));
     if (need > initiator_capacity(t, x.initiator))
       throw config::error(
           x.loc, "size",

@@ -8,7 +8,7 @@
 namespace p2psim::core {
 
 // "links" (every link direction and interconnect direction), "switches", "root_complexes",
-// "devices.gpu", "devices.dma_engine", "devices.requester", "devices.iommu".
+// "devices.<kind>" for every registered device kind, "devices.requester", "devices.iommu".
 std::map<std::string, std::string> stat_tables_markdown();
 
 }  // namespace p2psim::core

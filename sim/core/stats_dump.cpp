@@ -56,16 +56,15 @@ json dump_stats(fabric_system& sys, uint64_t ns) {
     j["root_complexes"][sock.name] = r;
   }
   for (const auto& d : sys.topology().devices) {
+    auto* model = sys.find_device(d.name);
+    json dj = json::object();
+    for (const auto& r : model->stats(ps))
+      if (r.is_ratio)
+        dj[r.decl->key] = r.ratio;
+      else
+        dj[r.decl->key] = r.count;
     const dma::requester_stats* rs = nullptr;
-    json dj;
-    if (auto* g = sys.find_gpu(d.name)) {
-      dj = declared(gpu::gpu_stat_table(), g->stats(), ps);
-      dj["vram_allocated_bytes"] = g->vram().allocated_bytes();
-      rs = &g->copy_engine().stats();
-    } else if (auto* e = sys.find_engine(d.name)) {
-      dj = declared(dma_engine::engine_stat_table(), e->stats(), ps);
-      rs = &e->requester().stats();
-    }
+    if (auto* init = model->initiator()) rs = &init->requester().stats();
     if (const auto* dom = sys.iommu_for(d.name)) {
       dj["iommu"] = declared(iommu::iommu_stat_table(), dom->stats(), ps);
       dj["iommu"]["mode"] = iommu::to_string(dom->mode());

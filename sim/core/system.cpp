@@ -6,6 +6,8 @@
 #include <new>
 #include <set>
 
+#include "models/device/factories.h"
+#include "models/gpu/gpu_device.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/address.h"
 #include "models/pcie/window.h"
@@ -123,40 +125,26 @@ void fabric_system::build_switches() {
   }
 }
 
+// Every kind builds its own model from its settings (models/device/device_model.h).
 void fabric_system::build_devices() {
   for (const auto& d : m_topo.devices) {
     const auto& da = m_addr.devices.at(d.name);
     const auto& c = d.control;
-    dma::requester_params req{da.bdf, c.mps, c.mrrs, c.tags};
-    if (m_bursts) req.burst_bytes = translating(d.name) ? 4096 : burst_bytes;
-    if (d.type == topo::device_type::gpu) {
-      gpu::gpu_params p;
-      static_cast<gpu::gpu_spec&>(p) = d.gpu;
-      p.bdf = da.bdf;
-      p.bar0 = win(da.bar0);
-      p.bar1 = win(da.bar1);
-      p.cpl_bytes = c.mps;
-      p.rcb = c.rcb;
-      p.copy = req;
-      m_gpus[d.name] = backed(
-          [&] { return std::make_unique<gpu::gpu>(d.name.c_str(), p, m_pool, m_log, m_order); },
-          topo::loc_of(d, "vram"), "vram", d.gpu.vram_bytes);
-    } else {
-      dma_engine::engine_params p;
-      static_cast<dma_engine::engine_spec&>(p) = d.engine;
-      p.bdf = da.bdf;
-      p.bar0 = win(da.bar0);
-      p.bar2 = win(da.bar2);
-      p.local_memory_bytes = std::max(d.engine.local_memory_bytes, d.engine.bar2_bytes);
-      p.local = {100, 0, c.mps, c.rcb};
-      p.requester = req;
-      const char* key = d.engine.bar2_bytes > d.engine.local_memory_bytes ? "bar2" : "local_memory";
-      m_engines[d.name] = backed(
-          [&] {
-            return std::make_unique<dma_engine::dma_engine>(d.name.c_str(), p, m_pool, m_log);
-          },
-          topo::loc_of(d, key), key, p.local_memory_bytes);
-    }
+    device::placement at;
+    at.name = d.name;
+    at.bdf = da.bdf;
+    at.bar0 = win(da.bar0);
+    for (const auto& b : da.bars) at.bars.push_back(win(b.range));
+    at.control = c;
+    at.requester = {da.bdf, c.mps, c.mrrs, c.tags};
+    if (m_bursts) at.requester.burst_bytes = translating(d.name) ? 4096 : burst_bytes;
+    at.pool = &m_pool;
+    at.log = &m_log;
+    at.order = &m_order;
+    const auto& factory = device::factory_for(d.kind().name());
+    m_devices[d.name] = backed([&] { return factory.elaborate(*d.settings, at); },
+                               topo::loc_of(d, d.settings->local_key()), d.settings->local_key(),
+                               d.settings->local_bytes());
   }
 }
 
@@ -167,8 +155,7 @@ transport::pcie_port& fabric_system::upstream_port_for(const topo::link_params& 
 
 transport::pcie_port& fabric_system::downstream_port_for(const std::string& node) {
   if (auto it = m_switches.find(node); it != m_switches.end()) return it->second->upstream();
-  if (auto it = m_gpus.find(node); it != m_gpus.end()) return it->second->port;
-  return m_engines.at(node)->port;
+  return m_devices.at(node)->port();
 }
 
 void fabric_system::build_links() {
@@ -255,17 +242,17 @@ iommu::iommu_domain* fabric_system::iommu_for(const std::string& device) {
   return m_sockets.at(m_addr.socket_of.at(device))->iommu_domain_for(da->second.bdf);
 }
 
-gpu::gpu* fabric_system::find_gpu(const std::string& n) {
-  auto it = m_gpus.find(n);
-  return it == m_gpus.end() ? nullptr : it->second.get();
+device::device_model* fabric_system::find_device(const std::string& n) {
+  auto it = m_devices.find(n);
+  return it == m_devices.end() ? nullptr : it->second.get();
 }
-dma_engine::dma_engine* fabric_system::find_engine(const std::string& n) {
-  auto it = m_engines.find(n);
-  return it == m_engines.end() ? nullptr : it->second.get();
+gpu::gpu* fabric_system::find_gpu(const std::string& n) {
+  auto* d = find_device(n);
+  return d ? gpu::gpu_of(*d) : nullptr;
 }
 dma::dma_initiator* fabric_system::find_initiator(const std::string& n) {
-  if (auto* g = find_gpu(n)) return g;
-  return find_engine(n);
+  auto* d = find_device(n);
+  return d ? d->initiator() : nullptr;
 }
 root_complex::root_complex* fabric_system::find_socket(const std::string& n) {
   auto it = m_sockets.find(n);

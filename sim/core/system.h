@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "models/dma_engine/dma_engine.h"
+#include "models/device/device_model.h"
 #include "models/gpu/gpu.h"
 #include "models/iommu/iommu.h"
 #include "models/link/pcie_link.h"
@@ -43,10 +43,11 @@ class fabric_system {
   const transport::tlp_pool& pool() const { return m_pool; }
   const pcie::order_policy& order() const { return m_order; }
 
-  gpu::gpu* find_gpu(const std::string& name);
-  dma_engine::dma_engine* find_engine(const std::string& name);
-  // The device `name` as a DMA initiator (a GPU's copy engine, a DMA engine); nullptr if it
-  // is none.
+  // The device `name` of whatever kind; nullptr if there is none.
+  device::device_model* find_device(const std::string& name);
+  gpu::gpu* find_gpu(const std::string& name);  // nullptr if `name` is no GPU
+  // The device `name` as a DMA initiator (a GPU's copy engine, a DMA engine, an SSD); nullptr
+  // if it starts no DMA.
   dma::dma_initiator* find_initiator(const std::string& name);
   root_complex::root_complex* find_socket(const std::string& name);
   // The IOMMU domain a device's DMA goes through (its socket's `iommu`), so a driver can map
@@ -89,8 +90,7 @@ class fabric_system {
   transport::stream_log m_log;
   std::map<std::string, std::unique_ptr<root_complex::root_complex>> m_sockets;
   std::map<std::string, std::unique_ptr<pcie_switch::pcie_switch>> m_switches;
-  std::map<std::string, std::unique_ptr<gpu::gpu>> m_gpus;
-  std::map<std::string, std::unique_ptr<dma_engine::dma_engine>> m_engines;
+  std::map<std::string, std::unique_ptr<device::device_model>> m_devices;
   std::vector<std::unique_ptr<link::pcie_link>> m_links;
   std::vector<std::unique_ptr<link::interconnect_link>> m_interconnects;
   std::vector<named_link> m_link_list;

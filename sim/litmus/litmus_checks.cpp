@@ -1,6 +1,7 @@
 #include "sim/litmus/litmus_run.h"
 
 #include "models/driver/nvidia/nvidia_driver.h"
+#include "models/gpu/gpu_spec.h"
 #include "sim/config/error.h"
 
 namespace p2psim::litmus {
@@ -10,11 +11,11 @@ namespace p2psim::litmus {
 void check_litmus(const litmus_spec& t, const topo::topology& topo) {
   auto is_gpu = [&](const std::string& n) {
     auto* d = topo.find_device(n);
-    return d && d->type == topo::device_type::gpu;
+    return d && d->spec<gpu::gpu_spec>();
   };
-  auto is_engine = [&](const std::string& n) {
+  auto starts_dma = [&](const std::string& n) {
     auto* d = topo.find_device(n);
-    return d && d->type == topo::device_type::dma_engine;
+    return d && d->kind().initiates_dma();
   };
   for (const auto& s : topo.sockets)
     if (s.iommu.mode == iommu::iommu_mode::translating)
@@ -27,14 +28,16 @@ void check_litmus(const litmus_spec& t, const topo::topology& topo) {
     if (is_gpu(l.memory)) {
       if (l.offset + l.size > nv::gpu_page_bytes)
         fail("a GPU location lies within one 64KiB GPU page (offset + size <= 64KiB)");
-    } else if (is_engine(l.memory)) {
-      if (l.offset + l.size > topo.find_device(l.memory)->engine.bar2_bytes)
-        fail(l.memory + " has " + std::to_string(topo.find_device(l.memory)->engine.bar2_bytes) +
-             " bytes of BAR2 memory: the location does not fit");
+    } else if (const auto* d = topo.find_device(l.memory)) {
+      // Memory a BAR exposes one to one (a DMA engine's BAR2).
+      const uint64_t exposed = d->settings->target_bytes();
+      if (l.offset + l.size > exposed)
+        fail(l.memory + " exposes " + std::to_string(exposed) +
+             " bytes of memory to peers: the location does not fit");
     } else if (const auto* s = topo.find_socket(l.memory)) {
       if (l.offset + l.size > s->memory_bytes) fail("beyond " + l.memory + "'s memory");
     } else {
-      fail("'" + l.memory + "' is not a GPU, DMA engine or socket of the topology");
+      fail("'" + l.memory + "' is not a device or socket of the topology");
     }
   }
   for (size_t i = 0; i < t.locations.size(); ++i)
@@ -50,8 +53,10 @@ void check_litmus(const litmus_spec& t, const topo::topology& topo) {
     };
     switch (a.kind) {
       case agent_kind::dma:
-        if (!is_gpu(a.device) && !is_engine(a.device))
-          fail("device", "a dma agent is a DMA engine or a GPU (its copy engine)");
+        if (!starts_dma(a.device))
+          fail("device",
+               "a dma agent runs on a device that starts DMAs (a GPU's copy engine, a DMA "
+               "engine, ...)");
         break;
       case agent_kind::kernel:
         if (!is_gpu(a.device)) fail("device", "a kernel agent runs on a GPU");

@@ -140,10 +140,10 @@ class harness : public sc_module {
       p.offset = where->second + l.offset;
       p.bus = pt->pages[0]->physical_address + l.offset;
       p.va = base + l.offset;
-    } else if (auto* e = m_sys.find_engine(l.memory)) {
-      p.store = &e->local_memory();
+    } else if (auto* d = m_sys.find_device(l.memory)) {  // memory a BAR exposes
+      p.store = d->exposed().store;
       p.offset = l.offset;
-      p.bus = e->params().bar2.base + l.offset;
+      p.bus = d->exposed().bus_base + l.offset;
     } else {
       auto* rc = m_sys.find_socket(l.memory);
       p.store = &rc->memory();

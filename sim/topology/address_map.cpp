@@ -40,19 +40,24 @@ struct fixed_range {
 };
 
 struct bar_slot {
-  const char* name;  // "BAR1"
-  const char* key;   // "bar1"
+  std::string name;  // "BAR1"
+  std::string key;   // "bar1"
   uint64_t size;
   std::optional<uint64_t> address;
   addr_range* out;
 };
 
+// BAR0 and the BARs the device's kind asks for; a BAR of size 0 is not placed.
 std::vector<bar_slot> bars_of(const device_params& d, device_addresses& a) {
   std::vector<bar_slot> bars{{"BAR0", "bar0", d.bar0_bytes, d.bar0_address, &a.bar0}};
-  if (d.type == device_type::gpu && d.gpu.bar1_bytes)
-    bars.push_back({"BAR1", "bar1", d.gpu.bar1_bytes, d.gpu.bar1_address, &a.bar1});
-  if (d.type == device_type::dma_engine && d.engine.bar2_bytes)
-    bars.push_back({"BAR2", "bar2", d.engine.bar2_bytes, d.engine.bar2_address, &a.bar2});
+  const auto requests = d.settings->bars();
+  a.bars.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = requests[i];
+    a.bars[i].name = r.name;
+    a.bars[i].key = r.key;
+    if (r.bytes) bars.push_back({r.name, r.key, r.bytes, r.address, &a.bars[i].range});
+  }
   return bars;
 }
 
@@ -92,7 +97,7 @@ class enumerator {
         fixed_range f{{*bar.address, bar.size},
                       fmt::format("{} of {}", bar.name, d.name),
                       &d,
-                      std::string(bar.key) + "_address"};
+                      bar.key + "_address"};
         for (const auto& other : m_fixed)
           if (other.range.overlaps(f.range))
             throw error(loc_of(d, f.key), f.key,
@@ -162,7 +167,7 @@ class enumerator {
     for (const auto& bar : bars) {
       *bar.out = bar.address ? addr_range{*bar.address, bar.size} : allocate(d, bar);
       all = cover(all, *bar.out);
-      if (bar.address) m_explicit_below[d.name] = {&d, std::string(bar.key) + "_address"};
+      if (bar.address) m_explicit_below[d.name] = {&d, bar.key + "_address"};
     }
     return all;
   }

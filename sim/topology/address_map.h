@@ -33,9 +33,23 @@ inline uint8_t bus_of(uint16_t bdf) {
   return uint8_t(bdf >> 8);
 }
 
+// A BAR a device's kind asks for (device::bar_request), where enumeration put it.
+struct placed_bar {
+  std::string name;  // "BAR1"
+  std::string key;   // "bar1"
+  addr_range range;  // size 0: not exposed
+};
+
 struct device_addresses {
   uint16_t bdf = 0;
-  addr_range bar0, bar1, bar2;  // bar1: GPU aperture; bar2: DMA engine on-board memory
+  addr_range bar0;
+  std::vector<placed_bar> bars;  // the kind's, in the order it asks for them
+  // The BAR whose size setting is `key` ("bar1"); size 0 if the device has none such.
+  addr_range bar(const std::string& key) const {
+    for (const auto& b : bars)
+      if (b.key == key) return b.range;
+    return {};
+  }
 };
 
 // A downstream-facing port (root port or switch downstream port), keyed by the node below it.

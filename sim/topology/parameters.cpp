@@ -3,6 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <map>
+#include <utility>
+
+#include "models/device/registry.h"
 
 namespace p2psim::topo {
 namespace {
@@ -17,16 +20,21 @@ void put(YAML::Node node, const std::string& key, const std::string& value) {
   put(node[key.substr(0, dot)], key.substr(dot + 1), value);
 }
 
-template <class Spec>
-void put_all(YAML::Node node, const params::table<Spec>& t, const Spec& s,
+void put_all(YAML::Node node, const std::vector<params::bound>& ps,
              const std::string& section = "") {
-  for (const auto& [key, value] : config::values(t, s)) {
+  for (const auto& [key, value] : config::values(ps)) {
     if (section.empty()) {
       put(node, key, value);
     } else if (key.compare(0, section.size() + 1, section + ".") == 0) {
       put(node, key.substr(section.size() + 1), value);
     }
   }
+}
+
+template <class Spec>
+void put_all(YAML::Node node, const params::table<Spec>& t, const Spec& s,
+             const std::string& section = "") {
+  put_all(node, params::bind(t, s), section);
 }
 
 }  // namespace
@@ -76,19 +84,21 @@ std::vector<parameter_table> parameter_tables() {
   auto interconnect = config::rows(link::interconnect_spec_params());
   for (auto& r : interconnect)
     r.default_text = "the first socket's platform `interconnect." + r.key + "`";
-  return {
+  std::vector<parameter_table> tables{
       {"pcie", config::rows(pcie::device_control_params())},
       {"sockets", config::rows(socket_settings())},
       {"sockets.iommu", config::rows(iommu::iommu_spec_params())},
       {"interconnects", interconnect},
       {"switches", config::rows(pcie_switch::switch_spec_params())},
       {"devices", device},
-      {"devices.gpu", config::rows(gpu::gpu_spec_params())},
-      {"devices.dma_engine", config::rows(dma_engine::engine_spec_params())},
       {"links", config::rows(link_settings())},
       {"links.spec", config::rows(link::link_spec_params())},
       {"platform", config::rows(root_complex::platform_spec_params())},
   };
+  for (const auto* k : device::kinds())  // "devices.gpu": each kind's own settings
+    tables.push_back(
+        {"devices." + k->name(), config::rows(std::as_const(*k->defaults()).parameters())});
+  return tables;
 }
 
 std::string regenerate_parameter_blocks(const std::string& doc) {
@@ -134,12 +144,9 @@ std::string effective_yaml(const topology& t) {
   for (const auto& d : t.devices) {
     YAML::Node n;
     n["name"] = d.name;
-    n["type"] = to_string(d.type);
+    n["type"] = d.kind().name();
     put_all(n, device_settings(), d);
-    if (d.type == device_type::gpu)
-      put_all(n, gpu::gpu_spec_params(), d.gpu);
-    else
-      put_all(n, dma_engine::engine_spec_params(), d.engine);
+    put_all(n, std::as_const(*d.settings).parameters());
     root["devices"].push_back(n);
   }
   for (const auto& l : t.links) {

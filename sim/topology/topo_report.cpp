@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <boost/graph/graphviz.hpp>
 #include <cctype>
+#include <utility>
 
+#include "models/device/registry.h"
+#include "sim/config/param_docs.h"
 #include "sim/config/units.h"
 #include "sim/topology/topology_graph.h"
 
@@ -29,7 +33,7 @@ std::string window_text(const addr_range& r) {
   return fmt::format("window {}-{}", format_address(r.base), format_address(r.end() - 1));
 }
 
-std::string bar_text(const char* name, const addr_range& r) {
+std::string bar_text(const std::string& name, const addr_range& r) {
   return fmt::format("{} {} @ {}", name, format_size(r.size), format_address(r.base));
 }
 
@@ -77,10 +81,10 @@ class tree_printer {
     if (const device_params* d = m_t.find_device(l.down)) {
       const device_addresses& a = m_map.devices.at(d->name);
       std::string bars = bar_text("BAR0", a.bar0);
-      if (a.bar1.size) bars += ", " + bar_text("BAR1", a.bar1);
-      if (a.bar2.size) bars += ", " + bar_text("BAR2", a.bar2);
-      fmt::print(m_os, "{}\\-{} {} ({}): {}\n", inner, bdf_text(a.bdf), d->name,
-                 d->type == device_type::gpu ? "GPU" : "DMA engine", bars);
+      for (const auto& b : a.bars)
+        if (b.range.size) bars += ", " + bar_text(b.name, b.range);
+      fmt::print(m_os, "{}\\-{} {} ({}): {}\n", inner, bdf_text(a.bdf), d->name, d->kind().title(),
+                 bars);
       return;
     }
     const uint8_t internal = m_map.switch_bus.at(l.down);
@@ -106,9 +110,9 @@ void print_tree(std::ostream& os, const topology& t, const address_map& map) {
 
 void print_topo_matrix(std::ostream& os, const topology& t) {
   std::vector<const device_params*> devs;
-  for (auto type : {device_type::gpu, device_type::dma_engine})
+  for (const auto* kind : device::kinds())  // by kind, in their registered order
     for (const auto& d : t.devices)
-      if (d.type == type) devs.push_back(&d);
+      if (&d.kind() == kind) devs.push_back(&d);
   const fabric_graph g(t);
   const address_map map = enumerate(t);
   for (const auto* d : devs) os << '\t' << upper(d->name);
@@ -174,11 +178,13 @@ void write_dot(std::ostream& os, const topology& t) {
   }
   for (const auto& s : t.switches) add(s.name, s.name + "\\nswitch", "box");
   for (const auto& d : t.devices) {
-    if (d.type == device_type::gpu)
-      add(d.name, fmt::format("{}\\nGPU, BAR1 {}", d.name, format_size(d.gpu.bar1_bytes)), "box",
-          "filled");
-    else
-      add(d.name, d.name + "\\nDMA engine", "ellipse");
+    std::string label = d.name + "\\n" + d.kind().title();
+    const auto shown = d.settings->summary_keys();
+    for (const auto& b : std::as_const(*d.settings).parameters())
+      if (std::find(shown.begin(), shown.end(), b.decl->key) != shown.end())
+        label += fmt::format(", {} {}", upper(b.decl->key), config::format_value(*b.decl, b.get()));
+    const auto look = d.kind().look();
+    add(d.name, label, look.shape.c_str(), look.style.c_str());
   }
   for (const auto& l : t.links)
     boost::add_edge(index.at(port_node(l)), index.at(l.down),

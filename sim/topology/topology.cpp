@@ -1,5 +1,9 @@
 #include "sim/topology/topology.h"
 
+#include <stdexcept>
+
+#include "models/device/registry.h"
+
 namespace p2psim::topo {
 namespace {
 
@@ -44,8 +48,13 @@ int topology::socket_index(const std::string& n) const {
   return -1;
 }
 
-const char* to_string(device_type t) {
-  return t == device_type::gpu ? "gpu" : "dma_engine";
+device_params make_device(const std::string& name, const std::string& kind) {
+  const device::device_kind* k = device::find_kind(kind);
+  if (!k) throw std::invalid_argument("no device kind " + kind);
+  device_params d;
+  d.name = name;
+  d.settings = device::config_value(k->defaults());
+  return d;
 }
 
 }  // namespace p2psim::topo

@@ -10,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "models/dma_engine/engine_spec.h"
-#include "models/gpu/gpu_spec.h"
+#include "models/device/device_kind.h"
 #include "models/iommu/iommu_spec.h"
 #include "models/link/link_spec.h"
 #include "models/pcie/device_control.h"
@@ -72,19 +71,32 @@ struct switch_params : pcie_switch::switch_spec {
   key_locations key_locs;
 };
 
-enum class device_type { gpu, dma_engine };
-
+// A device: what every device has (its place, PCIe settings, BAR0) and the settings its kind
+// declares (models/device/device_kind.h; `type:` names the kind).
 struct device_params {
   std::string name;
-  device_type type = device_type::gpu;
+  device::config_value settings;      // its kind's; never empty once loaded
   pcie::device_control control;       // the topology's `pcie` values with the device's own on top
   uint64_t bar0_bytes = 16ull << 20;  // registers
   std::optional<uint64_t> bar0_address;
-  gpu::gpu_spec gpu;               // type gpu
-  dma_engine::engine_spec engine;  // type dma_engine
   config::source_loc loc;
   key_locations key_locs;
+
+  const device::device_kind& kind() const { return settings->kind(); }
+  // The settings as kind `Spec`'s, or nullptr if the device is of another kind.
+  template <class Spec>
+  const Spec* spec() const {
+    return device::spec_of<Spec>(*settings);
+  }
+  template <class Spec>
+  Spec* spec() {
+    return device::spec_of<Spec>(*settings);
+  }
 };
+
+// A device of `kind` ("gpu") named `name`, with its kind's defaults; std::invalid_argument for
+// a kind that is not registered.
+device_params make_device(const std::string& name, const std::string& kind);
 
 struct pcie_defaults : pcie::device_control {
   config::source_loc loc;
@@ -120,7 +132,5 @@ config::source_loc loc_of(const T& element, const std::string& key) {
   auto it = element.key_locs.find(key);
   return it != element.key_locs.end() ? it->second : element.loc;
 }
-
-const char* to_string(device_type t);  // "gpu", "dma_engine"
 
 }  // namespace p2psim::topo

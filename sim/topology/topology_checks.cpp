@@ -7,6 +7,7 @@
 #include <set>
 
 #include "sim/config/error.h"
+#include "sim/config/param_docs.h"
 #include "sim/config/units.h"
 #include "sim/topology/address_map.h"
 #include "sim/topology/topology_graph.h"
@@ -64,14 +65,18 @@ void check_bar(const device_params& d, const std::string& key, uint64_t size,
 void check_device(const device_params& d) {
   check_pcie_settings(d, d.control);
   check_bar(d, "bar0", d.bar0_bytes, d.bar0_address, false);
-  if (d.type == device_type::gpu) {
-    check_bar(d, "bar1", d.gpu.bar1_bytes, d.gpu.bar1_address, false);
-    if (d.gpu.bar1_reserved_bytes >= d.gpu.bar1_bytes)
-      fail_at(d, "bar1_reserved",
-              fmt::format("bar1_reserved ({}) must be smaller than bar1 ({})",
-                          format_size(d.gpu.bar1_reserved_bytes), format_size(d.gpu.bar1_bytes)));
-  } else {
-    check_bar(d, "bar2", d.engine.bar2_bytes, d.engine.bar2_address, true);
+  for (const auto& b : d.settings->bars()) check_bar(d, b.key, b.bytes, b.address, b.may_be_zero);
+  if (auto p = d.settings->check()) {
+    // "{key}" in the message: that setting's value as a file writes it.
+    std::string message = p->message;
+    for (const auto& b : d.settings->parameters()) {
+      const std::string mark = "{" + b.decl->key + "}";
+      const std::string value = config::format_value(*b.decl, b.get());
+      for (auto at = message.find(mark); at != std::string::npos;
+           at = message.find(mark, at + value.size()))
+        message.replace(at, mark.size(), value);
+    }
+    fail_at(d, p->key, message);
   }
 }
 

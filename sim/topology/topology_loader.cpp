@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "models/device/registry.h"
 #include "sim/config/param_reader.h"
 #include "sim/config/units.h"
 #include "sim/topology/parameters.h"
@@ -123,14 +124,12 @@ device_params read_device(const node_reader& r, const pcie_defaults& pcie) {
   device_params d;
   d.loc = r.loc();
   d.name = read_name(r);
-  d.type = r.choice("type", {"gpu", "dma_engine"}, "gpu") == "gpu" ? device_type::gpu
-                                                                   : device_type::dma_engine;
+  // `type` defaults to the GPU, the device most topologies are about.
+  const std::string kind = r.choice("type", device::kind_names(), "gpu");
+  d.settings = device::config_value(device::find_kind(kind)->defaults());
   d.control = pcie;
   config::read_params(r, device_settings(), d);
-  if (d.type == device_type::gpu)
-    config::read_params(r, gpu::gpu_spec_params(), d.gpu);
-  else
-    config::read_params(r, dma_engine::engine_spec_params(), d.engine);
+  config::read_params(r, d.settings->parameters());
   r.done();
   record_locs(r, d.key_locs);
   return d;

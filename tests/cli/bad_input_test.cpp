@@ -90,9 +90,10 @@ TEST_CASE("a program step of an undeclared process is rejected", "[cli][bad][pro
   expect_rejected("run tests/corpus/bad/program_unknown_process.yaml",
                   "program_unknown_process.yaml:8:15", "process", "no process 'ap'");
 }
-TEST_CASE("a peer driver on a device that is not a DMA engine is rejected", "[cli][bad][program]") {
+TEST_CASE("a peer driver on a device that is not a third-party DMA device is rejected",
+          "[cli][bad][program]") {
   expect_rejected("run tests/corpus/bad/program_peer_not_dma.yaml",
-                  "program_peer_not_dma.yaml:5:", "device", "not a DMA engine");
+                  "program_peer_not_dma.yaml:5:", "device", "not a third-party DMA device");
 }
 TEST_CASE("credits that cannot hold one MPS-sized TLP are rejected", "[cli][bad]") {
   expect_rejected("topo tests/corpus/bad/topology_credits_too_small.yaml",

@@ -152,8 +152,8 @@ TEST_CASE("nccl import: GPU and NIC under one switch are PIX", "[topology][nccl]
   imported m = import_file("pix_switch.xml");
   REQUIRE(m.t.switches.size() == 1);
   REQUIRE(m.t.devices.size() == 2);  // the NIC's two functions are one device on one link
-  CHECK(m.t.find_device("gpu0")->type == device_type::gpu);
-  CHECK(m.t.find_device("nic0")->type == device_type::dma_engine);
+  CHECK(m.t.find_device("gpu0")->kind().name() == "gpu");
+  CHECK(m.t.find_device("nic0")->kind().name() == "dma_engine");
   CHECK(m.t.link_above("sw0")->up == "cpu0");
   CHECK(m.t.link_above("gpu0")->up == "sw0");
   CHECK(m.t.link_above("nic0")->up == "sw0");

@@ -108,8 +108,7 @@ TEST_CASE("topology checks: code-built topologies are checked too", "[topology][
   topology t;
   t.sockets.push_back({});
   t.sockets[0].name = "cpu0";
-  t.devices.push_back({});
-  t.devices[0].name = "gpu0";
+  t.devices.push_back(make_device("gpu0", "gpu"));
   t.links.push_back({});
   t.links[0].up = "cpu0";
   t.links[0].down = "gpu0";

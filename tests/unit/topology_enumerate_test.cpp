@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "models/gpu/gpu_spec.h"
 #include "sim/topology/address_map.h"
 #include "sim/topology/topology_loader.h"
 
@@ -25,7 +26,7 @@ topology parse(const std::string& text) {
 
 std::vector<addr_range> bars(const device_addresses& a) {
   std::vector<addr_range> out;
-  for (const auto& r : {a.bar0, a.bar1, a.bar2})
+  for (const auto& r : {a.bar0, a.bar("bar1"), a.bar("bar2")})
     if (r.size) out.push_back(r);
   return out;
 }
@@ -136,11 +137,11 @@ TEST_CASE("topology enumerate: memory and apertures", "[topology][enumerate]") {
   CHECK(m.sockets.at("cpu0").mmio.base == mmio_base);
   CHECK(m.sockets.at("cpu1").mmio.base == mmio_base + mmio_aperture_bytes);
   // DFS order, largest BAR first: gpu0's BAR1 opens cpu0's aperture.
-  CHECK(m.devices.at("gpu0").bar1.base == mmio_base);
+  CHECK(m.devices.at("gpu0").bar("bar1").base == mmio_base);
   CHECK(m.devices.at("gpu0").bar0.base == mmio_base + (256ull << 20));
-  CHECK(m.devices.at("gpu4").bar1.base == mmio_base + mmio_aperture_bytes);
-  CHECK(m.devices.at("nic0").bar2.size == 64ull << 20);
-  CHECK(m.devices.at("nic0").bar1.size == 0);
+  CHECK(m.devices.at("gpu4").bar("bar1").base == mmio_base + mmio_aperture_bytes);
+  CHECK(m.devices.at("nic0").bar("bar2").size == 64ull << 20);
+  CHECK(m.devices.at("nic0").bar("bar1").size == 0);
 }
 
 TEST_CASE("topology enumerate: every good fixture has consistent windows",
@@ -157,12 +158,12 @@ TEST_CASE("topology enumerate: explicit addresses are honoured", "[topology][enu
   topology t = load("good/full.yaml");
   address_map m = enumerate(t);
   check_map(t, m);
-  CHECK(m.devices.at("gpu0").bar1.base == 0x400040000000ull);
+  CHECK(m.devices.at("gpu0").bar("bar1").base == 0x400040000000ull);
   CHECK(m.devices.at("gpu0").bar0.base == 0x400080000000ull);
   CHECK(m.ports.at("sw0").mmio.base == 0x400040000000ull);
   CHECK(m.ports.at("sw0").mmio.end() == 0x400082000000ull);
   // nic0's BAR2 lies past cpu1's default aperture, which grows to cover it.
-  CHECK(m.devices.at("nic0").bar2.base == 0x480000000000ull);
+  CHECK(m.devices.at("nic0").bar("bar2").base == 0x480000000000ull);
   CHECK(m.sockets.at("cpu1").mmio.base == mmio_base + mmio_aperture_bytes);
   CHECK(m.sockets.at("cpu1").mmio.end() == 0x480004000000ull);
 }
@@ -176,9 +177,9 @@ TEST_CASE("topology enumerate: allocation steps around explicit BARs", "[topolog
       "links: [{up: cpu0, down: gpu0, gen: 4}, {up: cpu0, down: gpu1, gen: 4}]\n");
   address_map m = enumerate(t);
   check_map(t, m);
-  CHECK(m.devices.at("gpu0").bar1.base == mmio_base);
+  CHECK(m.devices.at("gpu0").bar("bar1").base == mmio_base);
   CHECK(m.devices.at("gpu0").bar0.base == mmio_base + (256ull << 20));
-  CHECK(m.devices.at("gpu1").bar1.base == mmio_base + (512ull << 20));
+  CHECK(m.devices.at("gpu1").bar("bar1").base == mmio_base + (512ull << 20));
 }
 
 TEST_CASE("topology enumerate: resource exhaustion is an error", "[topology][enumerate]") {
@@ -197,10 +198,9 @@ TEST_CASE("topology enumerate: resource exhaustion is an error", "[topology][enu
   t.sockets[0].name = "cpu0";
   t.sockets[0].host_bridges = 16;
   for (int i = 0; i < 16 * 17; ++i) {
-    device_params d;
-    d.name = fmt::format("gpu{}", i);
-    d.gpu.bar1_bytes = 1 << 20;
-    d.gpu.bar1_reserved_bytes = 0;
+    device_params d = make_device(fmt::format("gpu{}", i), "gpu");
+    d.spec<gpu::gpu_spec>()->bar1_bytes = 1 << 20;
+    d.spec<gpu::gpu_spec>()->bar1_reserved_bytes = 0;
     t.devices.push_back(d);
     link_params l;
     l.up = "cpu0";

@@ -3,6 +3,8 @@
 
 #include <filesystem>
 
+#include "models/dma_engine/engine_spec.h"
+#include "models/gpu/gpu_spec.h"
 #include "sim/topology/topology_loader.h"
 
 using namespace p2psim;
@@ -42,10 +44,11 @@ TEST_CASE("topology loader: switch_only fixture", "[topology][loader]") {
   CHECK(t.sockets[0].platform.max_gen == 4);
   CHECK(t.sockets[0].memory_bytes == 64ull << 30);
   REQUIRE(t.devices.size() == 2);
-  CHECK(t.devices[0].type == device_type::gpu);
-  CHECK(t.devices[1].type == device_type::dma_engine);
-  CHECK(t.devices[1].engine.bar2_bytes == 64ull << 20);
-  CHECK(t.devices[0].gpu.rdma_ordering == gpu::writes_ordering::owner);  // the default
+  CHECK(t.devices[0].kind().name() == "gpu");
+  CHECK(t.devices[1].kind().name() == "dma_engine");
+  CHECK(t.devices[1].spec<dma_engine::engine_spec>()->bar2_bytes == 64ull << 20);
+  CHECK(t.devices[0].spec<gpu::gpu_spec>()->rdma_ordering ==
+        gpu::writes_ordering::owner);  // the default
   CHECK(t.link_above("nic0")->width == 8);
   CHECK(t.link_above("cpu0") == nullptr);
   CHECK(t.find_switch("sw0")->ports == 4);
@@ -107,26 +110,26 @@ TEST_CASE("topology loader: every key maps onto its field", "[topology][loader]"
 
   const device_params& g = *t.find_device("gpu0");
   CHECK(g.bar0_bytes == 32ull << 20);
-  CHECK(g.gpu.bar1_bytes == 1ull << 30);
-  CHECK(g.gpu.bar1_reserved_bytes == 64ull << 20);
-  CHECK(g.gpu.vram_bytes == 24ull << 30);
-  CHECK(g.gpu.vram_latency_ns == 250);
-  CHECK(g.gpu.vram_bandwidth_gbs == Approx(1200));
+  CHECK(g.spec<gpu::gpu_spec>()->bar1_bytes == 1ull << 30);
+  CHECK(g.spec<gpu::gpu_spec>()->bar1_reserved_bytes == 64ull << 20);
+  CHECK(g.spec<gpu::gpu_spec>()->vram_bytes == 24ull << 30);
+  CHECK(g.spec<gpu::gpu_spec>()->vram_latency_ns == 250);
+  CHECK(g.spec<gpu::gpu_spec>()->vram_bandwidth_gbs == Approx(1200));
   CHECK(g.control.mps == 512);
   CHECK(g.control.mrrs == 4096);
   CHECK(g.control.rcb == 64);
   CHECK(g.control.tags == 768);
   CHECK(g.bar0_address == 0x400080000000ull);
-  CHECK(g.gpu.bar1_address == 0x400040000000ull);
-  CHECK(g.gpu.rdma_ordering == gpu::writes_ordering::none);
+  CHECK(g.spec<gpu::gpu_spec>()->bar1_address == 0x400040000000ull);
+  CHECK(g.spec<gpu::gpu_spec>()->rdma_ordering == gpu::writes_ordering::none);
 
   const device_params& n = *t.find_device("nic0");
   CHECK(n.control.tags == 128);
   CHECK(n.bar0_bytes == 1ull << 20);
-  CHECK(n.engine.bar2_bytes == 64ull << 20);
-  CHECK(n.engine.local_memory_bytes == 2ull << 30);
-  CHECK(n.engine.descriptor_latency_ns == 40);
-  CHECK(n.engine.bar2_address == 0x480000000000ull);
+  CHECK(n.spec<dma_engine::engine_spec>()->bar2_bytes == 64ull << 20);
+  CHECK(n.spec<dma_engine::engine_spec>()->local_memory_bytes == 2ull << 30);
+  CHECK(n.spec<dma_engine::engine_spec>()->descriptor_latency_ns == 40);
+  CHECK(n.spec<dma_engine::engine_spec>()->bar2_address == 0x480000000000ull);
   CHECK(n.control.mps == 128);  // topology default
   CHECK(n.control.rcb == 128);
 
@@ -155,11 +158,11 @@ TEST_CASE("topology loader: --set overrides", "[topology][loader]") {
                      "socket.cpu0.root_complex.p2p.read.outstanding=4", "pcie.mps=512B",
                      "device.nic0.descriptor_latency=1us"});
   CHECK(t.link_above("gpu0")->gen == 3);
-  CHECK(t.find_device("gpu0")->gpu.bar1_bytes == 512ull << 20);
+  CHECK(t.find_device("gpu0")->spec<gpu::gpu_spec>()->bar1_bytes == 512ull << 20);
   CHECK(t.find_switch("sw0")->latency_ns == 200);
   CHECK(t.sockets[0].platform.p2p.read.outstanding == 4);
   CHECK(t.pcie.mps == 512);
-  CHECK(t.find_device("nic0")->engine.descriptor_latency_ns == 1000);
+  CHECK(t.find_device("nic0")->spec<dma_engine::engine_spec>()->descriptor_latency_ns == 1000);
   CHECK(load("good/two_sockets.yaml", {"interconnect.qpi0.bandwidth=10GB/s"})
             .interconnects[0]
             .bandwidth_gbs == Approx(10));
@@ -219,11 +222,12 @@ TEST_CASE("topology loader: socket iommu section", "[topology][loader][iommu]") 
 
 TEST_CASE("topology loader: a GPU's rdma_writes_ordering", "[topology][loader]") {
   // CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING; OWNER unless the file says otherwise.
-  CHECK(load("good/switch_only.yaml").find_device("gpu0")->gpu.rdma_ordering ==
+  CHECK(load("good/switch_only.yaml").find_device("gpu0")->spec<gpu::gpu_spec>()->rdma_ordering ==
         gpu::writes_ordering::owner);
   CHECK(load("good/switch_only.yaml", {"device.gpu0.rdma_writes_ordering=all_devices"})
             .find_device("gpu0")
-            ->gpu.rdma_ordering == gpu::writes_ordering::all_devices);
+            ->spec<gpu::gpu_spec>()
+            ->rdma_ordering == gpu::writes_ordering::all_devices);
   CHECK_THAT(
       error_of([] {
         load("good/switch_only.yaml", {"device.gpu0.rdma_writes_ordering=gpu"});

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "models/gpu/gpu_spec.h"
 #include "sim/config/error.h"
 #include "sim/config/units.h"
 #include "sim/core/bar1_sizing.h"
@@ -65,7 +66,7 @@ void check_sizable(const core::scenario& sc) {
 std::string gpu_to_size(const bar1_args& a, const core::scenario& sc, const topo::topology& t) {
   if (!a.gpu.empty()) {
     const auto* d = t.find_device(a.gpu);
-    if (!d || d->type != topo::device_type::gpu)
+    if (!d || !d->spec<gpu::gpu_spec>())
       throw config::error({"--gpu " + a.gpu, 0, 0}, "",
                           fmt::format("'{}' is not a GPU in {}", a.gpu, t.file));
     return a.gpu;
@@ -129,10 +130,10 @@ int bar1_command(const bar1_args& a, const char* argv0) {
   const std::string gpu = gpu_to_size(a, sc, t);
   if (!a.only_size.empty()) return run_one_size(a, sc, sets, gpu);
 
-  const topo::device_params& dev = *t.find_device(gpu);
+  const gpu::gpu_spec& spec = *t.find_device(gpu)->spec<gpu::gpu_spec>();
   std::vector<uint64_t> sizes =
-      a.sizes.empty() ? sizing::default_candidates(dev.gpu.bar1_bytes, dev.gpu.bar1_reserved_bytes)
-                      : sizing::parse_candidates(a.sizes, dev.gpu.bar1_reserved_bytes);
+      a.sizes.empty() ? sizing::default_candidates(spec.bar1_bytes, spec.bar1_reserved_bytes)
+                      : sizing::parse_candidates(a.sizes, spec.bar1_reserved_bytes);
   for (uint64_t bytes : sizes) {  // bad input shows now, not after minutes of runs
     try {
       load_with_bar1(sc, sets.topology, gpu, bytes);
@@ -152,8 +153,8 @@ int bar1_command(const bar1_args& a, const char* argv0) {
   r.scenario_file = sc.file;
   r.topology = t.name;
   r.gpu = gpu;
-  r.topology_bar1_bytes = dev.gpu.bar1_bytes;
-  r.reserved_bytes = dev.gpu.bar1_reserved_bytes;
+  r.topology_bar1_bytes = spec.bar1_bytes;
+  r.reserved_bytes = spec.bar1_reserved_bytes;
   fs::path tmp = fs::temp_directory_path() / fmt::format("p2psim-bar1-{}", getpid());
   fs::create_directories(tmp);
   const bool progress = isatty(STDERR_FILENO);  // machine output never mixes with it

@@ -2,6 +2,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "models/gpu/gpu_spec.h"
 #include "sim/config/error.h"
 #include "sim/config/reader.h"
 #include "sim/topology/address_map.h"
@@ -48,7 +49,7 @@ int import_nccl(const topo_args& a) {
     throw std::logic_error(std::string("the imported topology does not load: ") + e.what());
   }
   size_t gpus = 0, nics = 0;
-  for (const auto& d : t.devices) (d.type == topo::device_type::gpu ? gpus : nics)++;
+  for (const auto& d : t.devices) (d.spec<gpu::gpu_spec>() ? gpus : nics)++;
   std::cout << "Wrote " << a.output << ": " << t.sockets.size() << " socket(s), "
             << t.switches.size() << " switch(es), " << gpus << " GPU(s), " << nics
             << " NIC(s) as DMA engines, from " << a.import_nccl << "\n";
