@@ -50,8 +50,12 @@ class device_config {
   // the error when the machine cannot hold them.
   virtual uint64_t local_bytes() const = 0;
   virtual std::string local_key() const = 0;
-  // The settings `p2psim topo --dot` shows next to the kind's title ("bar1": "GPU, BAR1 256MiB").
-  virtual std::vector<std::string> summary_keys() const { return {}; }
+  // The settings `p2psim topo --dot` shows next to the kind's title, as (label, key):
+  // {"BAR1", "bar1"} gives "GPU, BAR1 256MiB".
+  struct shown_setting {
+    std::string label, key;
+  };
+  virtual std::vector<shown_setting> summary() const { return {}; }
 };
 
 class device_kind {
@@ -60,6 +64,8 @@ class device_kind {
   virtual std::string name() const = 0;   // the topology's `type:`, "nvme"
   virtual std::string title() const = 0;  // as reports print it, "NVMe SSD"
   virtual bool initiates_dma() const = 0;
+  // Whether its DMAs may be PCIe AtomicOps (a GPU's copy engine, a NIC; not an SSD).
+  virtual bool issues_atomics() const { return false; }
   // How `p2psim topo --dot` draws it (Graphviz node shape and style).
   struct graph_look {
     std::string shape = "box", style;

@@ -3,4 +3,4 @@
 #   <kind>_kind.h:   const device::device_kind& kind();        (plain C++, library p2psim_<kind>_kind)
 #   <kind>_device.h: const device::device_factory& factory();  (SystemC, library p2psim_<kind>)
 # Adding a kind is adding its name here (docs/architecture.md, "Adding a device kind").
-set(P2PSIM_DEVICE_KINDS gpu dma_engine)
+set(P2PSIM_DEVICE_KINDS gpu dma_engine nvme)

@@ -29,6 +29,7 @@ class engine_kind : public device::device_kind {
   std::string name() const override { return "dma_engine"; }
   std::string title() const override { return "DMA engine"; }
   bool initiates_dma() const override { return true; }
+  bool issues_atomics() const override { return true; }
   graph_look look() const override { return {"ellipse", ""}; }
   std::unique_ptr<device::device_config> defaults() const override {
     return std::make_unique<engine_config>();

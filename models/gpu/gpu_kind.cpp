@@ -25,7 +25,7 @@ class gpu_config : public device::config_of<gpu_config, gpu_spec> {
   }
   uint64_t local_bytes() const override { return spec.vram_bytes; }
   std::string local_key() const override { return "vram"; }
-  std::vector<std::string> summary_keys() const override { return {"bar1"}; }
+  std::vector<shown_setting> summary() const override { return {{"BAR1", "bar1"}}; }
 };
 
 class gpu_kind : public device::device_kind {
@@ -33,6 +33,7 @@ class gpu_kind : public device::device_kind {
   std::string name() const override { return "gpu"; }
   std::string title() const override { return "GPU"; }
   bool initiates_dma() const override { return true; }  // its copy engines
+  bool issues_atomics() const override { return true; }
   graph_look look() const override { return {"box", "filled"}; }
   std::unique_ptr<device::device_config> defaults() const override {
     return std::make_unique<gpu_config>();

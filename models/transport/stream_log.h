@@ -17,8 +17,12 @@ struct stream_record {
   uint64_t lost_bytes = 0;       // posted writes dropped by a link that went down
   uint64_t timed_out_bytes = 0;  // reads whose completions never came (completion timeout)
   uint64_t submit_ps = 0;        // the job was handed to the engine
-  uint64_t first_start_ps = 0;   // its first TLP started on the wire (0: not yet)
-  uint64_t last_land_ps = 0;     // its last byte was stored
+  // Its first TLP started on the wire, or, for a device whose own work before the first TLP is
+  // part of the transfer (an SSD's command and flash read), the doorbell. Valid once
+  // `has_started` (a start at time 0 is a start).
+  uint64_t first_start_ps = 0;
+  bool has_started = false;
+  uint64_t last_land_ps = 0;  // its last byte was stored
   uint64_t undelivered_bytes() const { return failed_bytes + lost_bytes + timed_out_bytes; }
   bool finished() const { return landed_bytes + undelivered_bytes() >= expected_bytes; }
 };
@@ -29,7 +33,10 @@ class stream_log {
   stream_record& operator[](uint32_t id) { return m_records[id]; }
   const stream_record& operator[](uint32_t id) const { return m_records[id]; }
   void started(uint32_t id, uint64_t now_ps) {
-    if (id && m_records[id].first_start_ps == 0) m_records[id].first_start_ps = now_ps;
+    if (id && !m_records[id].has_started) {
+      m_records[id].first_start_ps = now_ps;
+      m_records[id].has_started = true;
+    }
   }
   void landed(uint32_t id, uint64_t bytes, uint64_t now_ps);
   void failed(uint32_t id, uint64_t bytes, uint64_t now_ps);

@@ -247,9 +247,11 @@ void print_comparison(std::ostream& os, const std::vector<run_result>& runs) {
   for (const auto& r : runs) tw = std::max(tw, r.topology.size() + 2);
   os << "=== P2P across the GPUDirect RDMA topology classes (GB/s with GB = 1e9 B; latency in "
         "us)\n";
+  // A column is 12 wide, or wider for a long transfer name, so names never run together.
+  auto width = [](const std::string& name) { return std::max<size_t>(12, name.size() + 2); };
   os << fmt::format("{:<{}}{:<6}{:<36}", "topology", tw, "path", "class");
-  for (const auto& t : transfers) os << fmt::format("{:>12}", t);
-  for (const auto& p : probes) os << fmt::format("{:>12}", p);
+  for (const auto& t : transfers) os << fmt::format("{:>{}}", t, width(t));
+  for (const auto& p : probes) os << fmt::format("{:>{}}", p, width(p));
   os << "\n";
   for (const auto& r : runs) {
     std::string path = "-", cls = "-";
@@ -263,14 +265,14 @@ void print_comparison(std::ostream& os, const std::vector<run_result>& runs) {
     for (const auto& t : transfers) {
       auto it = std::find_if(r.bandwidth.begin(), r.bandwidth.end(),
                              [&](const auto& b) { return b.transfer == t; });
-      os << (it == r.bandwidth.end() ? fmt::format("{:>12}", "-")
-                                     : fmt::format("{:>12.2f}", it->gbps));
+      os << (it == r.bandwidth.end() ? fmt::format("{:>{}}", "-", width(t))
+                                     : fmt::format("{:>{}.2f}", it->gbps, width(t)));
     }
     for (const auto& p : probes) {
       auto it = std::find_if(r.latency.begin(), r.latency.end(),
                              [&](const auto& l) { return l.op + " lat" == p; });
-      os << (it == r.latency.end() ? fmt::format("{:>12}", "-")
-                                   : fmt::format("{:>12.2f}", it->ns / 1000.0));
+      os << (it == r.latency.end() ? fmt::format("{:>{}}", "-", width(p))
+                                   : fmt::format("{:>{}.2f}", it->ns / 1000.0, width(p)));
     }
     os << "\n";
   }

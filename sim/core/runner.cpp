@@ -149,7 +149,7 @@ class job_submitter : public sc_module {
     data0 = std::chrono::steady_clock::now();
     for (int i = 0; i < streams; ++i) {
       const auto& r = log[ids[i]];
-      o.t0 = std::min(o.t0, r.first_start_ps ? r.first_start_ps : r.submit_ps);
+      o.t0 = std::min(o.t0, r.has_started ? r.first_start_ps : r.submit_ps);
       o.t1 = std::max(o.t1, r.last_land_ps);
       o.failed += r.failed_bytes;
       o.bytes += r.landed_bytes;
@@ -316,8 +316,8 @@ void check_scenario(const scenario& s, const topo::topology& t, const topo::addr
     uint64_t cap = target_capacity(t, a, x.target);
     if (dev && cap == 0)
       throw config::error(x.loc, "target",
-                          fmt::format("'{}' exposes no memory to peers (a {} with these settings)",
-                                      x.target, dev->kind().title()));
+                          fmt::format("'{}' exposes no memory to peers (type {}, as set)", x.target,
+                                      dev->kind().name()));
     if (need > cap)
       throw config::error(
           x.loc, "size",

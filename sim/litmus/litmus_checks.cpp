@@ -71,6 +71,10 @@ void check_litmus(const litmus_spec& t, const topo::topology& topo) {
       if (o.location.empty()) continue;
       const location_spec& l = *t.find_location(o.location);
       auto bad = [&](const std::string& m) { throw config::error(o.loc, "program", m); };
+      if (o.kind == op_kind::atomic && a.kind == agent_kind::dma &&
+          !topo.find_device(a.device)->kind().issues_atomics())
+        bad(a.device + " issues no PCIe AtomicOps (type " +
+            topo.find_device(a.device)->kind().name() + ")");
       if (a.kind == agent_kind::kernel && !is_gpu(l.memory))
         bad("a kernel agent reads and writes GPU memory only (" + l.name + " is in " + l.memory +
             ")");

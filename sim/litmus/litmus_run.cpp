@@ -234,7 +234,7 @@ class harness : public sc_module {
           transport::wait_until_landed(log, r.stream);
           continue;
         }
-        while (log[r.stream].first_start_ps == 0 || !dev.requester().issued(r.stream))
+        while (!log[r.stream].has_started || !dev.requester().issued(r.stream))
           wait(sc_time(1, SC_NS));
       }
       outstanding.clear();

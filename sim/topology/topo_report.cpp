@@ -179,10 +179,10 @@ void write_dot(std::ostream& os, const topology& t) {
   for (const auto& s : t.switches) add(s.name, s.name + "\\nswitch", "box");
   for (const auto& d : t.devices) {
     std::string label = d.name + "\\n" + d.kind().title();
-    const auto shown = d.settings->summary_keys();
-    for (const auto& b : std::as_const(*d.settings).parameters())
-      if (std::find(shown.begin(), shown.end(), b.decl->key) != shown.end())
-        label += fmt::format(", {} {}", upper(b.decl->key), config::format_value(*b.decl, b.get()));
+    for (const auto& shown : d.settings->summary())
+      for (const auto& b : std::as_const(*d.settings).parameters())
+        if (b.decl->key == shown.key)
+          label += fmt::format(", {} {}", shown.label, config::format_value(*b.decl, b.get()));
     const auto look = d.kind().look();
     add(d.name, label, look.shape.c_str(), look.style.c_str());
   }
