@@ -308,12 +308,15 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   uint64_t ser = uint64_t(bytes * m_ps_per_wire_byte + 0.5);
   uint64_t tlp_ser = uint64_t(tlp_bytes * m_ps_per_wire_byte + 0.5);
   auto& mm = transport::meta(gp);
-  // A burst's first TLP arrives after its own serialization time; its last one cannot leave
-  // before it is ready here (lag_ps after the first), so the burst may take longer than its
-  // symbols do. For a TLP (one TLP, no lag) this is just its serialization time.
+  // A burst's first TLP arrives after its own serialization time. Its DLLPs go between its
+  // TLPs, as they would TLP by TLP, so its last TLP is through once all the symbols are but
+  // that TLP's share of the DLLPs (which follow it); and it cannot leave before it is ready
+  // here (lag_ps after the first), so the burst may take longer than its symbols do. For a
+  // TLP (one TLP, no lag) this is just its serialization time.
   const uint64_t first_ser = mm.tlps > 1 ? tlp_ser / mm.tlps : tlp_ser;
-  const uint64_t tlps_end = std::max(at + tlp_ser, at + mm.lag_ps + first_ser);
-  // DLLPs follow the TLPs, or fill the gaps of a burst that trickles in.
+  const uint64_t last_dllps_ser = mm.tlps > 1 ? (ser - tlp_ser) / mm.tlps : ser - tlp_ser;
+  const uint64_t tlps_end = std::max(at + ser - last_dllps_ser, at + mm.lag_ps + first_ser);
+  // The last DLLPs follow the TLPs, or fill the gaps of a burst that trickles in.
   m_busy_until = std::max(at + ser, tlps_end);
   mm.last_ser_ps = first_ser;
   mm.lag_ps = tlps_end - (at + first_ser);
