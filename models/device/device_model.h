@@ -3,6 +3,7 @@
 // it. sim/core/system.cpp builds every device through these; nothing there names a kind.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,27 @@ class device_model {
   // The kind's stats and extra figures, as the results list them under `devices.<name>`
   // (the requester's and the IOMMU's are added by the simulator).
   virtual std::vector<stats::reading> stats(uint64_t simulated_ps) const = 0;
+};
+
+// The device_model of a module that owns its `port` and is its own dma::dma_initiator (every
+// kind so far): `read_stats` gives its stats. A kind that exposes memory derives from it.
+template <class Module>
+class initiator_model : public device_model {
+ public:
+  using stats_reader = std::function<std::vector<stats::reading>(const Module&, uint64_t)>;
+  initiator_model(std::unique_ptr<Module> m, stats_reader read_stats)
+      : m_module(std::move(m)), m_read_stats(std::move(read_stats)) {}
+  Module& model() { return *m_module; }
+  sc_core::sc_module& module() override { return *m_module; }
+  transport::pcie_port& port() override { return m_module->port; }
+  dma::dma_initiator* initiator() override { return m_module.get(); }
+  std::vector<stats::reading> stats(uint64_t simulated_ps) const override {
+    return m_read_stats(*m_module, simulated_ps);
+  }
+
+ private:
+  std::unique_ptr<Module> m_module;
+  stats_reader m_read_stats;
 };
 
 // How a kind builds its model; registered next to its device_kind.

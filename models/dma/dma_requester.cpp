@@ -253,6 +253,12 @@ void dma_requester::sent(tlm::tlm_generic_payload& gp) {
 }
 
 void dma_requester::completion(tlm::tlm_generic_payload& gp) {
+  store_completion(gp);
+  m_port.free_buffer(gp);
+  gp.release();
+}
+
+void dma_requester::store_completion(tlm::tlm_generic_payload& gp) {
   const auto& h = transport::hdr(gp);
   read_slot& s = m_reads[h.tag];
   if (!s.outstanding) {  // its read was given up (completion timeout): nothing waits for it

@@ -104,7 +104,9 @@ class dma_requester {
 
   // Called by the owning component's tlp_handler.
   void sent(tlm::tlm_generic_payload& gp);
-  void completion(tlm::tlm_generic_payload& gp);  // a Cpl/CplD addressed to this requester
+  // A Cpl/CplD addressed to this requester: its data is stored, and the TLP's buffer freed
+  // and its reference dropped (the requester is its last holder).
+  void completion(tlm::tlm_generic_payload& gp);
 
  private:
   struct active_job {
@@ -124,6 +126,7 @@ class dma_requester {
     uint64_t issued_ps = 0;
     bool outstanding = false;  // issued, and neither complete nor timed out
   };
+  void store_completion(tlm::tlm_generic_payload& gp);
   void issue();
   bool issue_one(active_job& j);
   void finish_read(uint16_t tag);

@@ -49,8 +49,6 @@ void dma_engine::receive(int, tlm::tlm_generic_payload& gp) {
   const auto& h = transport::hdr(gp);
   if (pcie::is_completion(h.type)) {
     m_req.completion(gp);
-    port.free_buffer(gp);
-    gp.release();
     return;
   }
   const bool write = h.type == pcie::tlp_type::mwr || pcie::is_atomic(h.type);

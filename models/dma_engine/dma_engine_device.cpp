@@ -7,22 +7,18 @@
 namespace p2psim::dma_engine {
 namespace {
 
-class engine_device : public device::device_model {
+// Its on-board memory, if any, is exposed one to one through BAR2.
+class engine_device : public device::initiator_model<dma_engine> {
  public:
-  explicit engine_device(std::unique_ptr<dma_engine> e) : m_engine(std::move(e)) {}
-  sc_core::sc_module& module() override { return *m_engine; }
-  transport::pcie_port& port() override { return m_engine->port; }
-  dma::dma_initiator* initiator() override { return m_engine.get(); }
+  explicit engine_device(std::unique_ptr<dma_engine> e)
+      : initiator_model(std::move(e), [](const dma_engine& m, uint64_t ps) {
+          return stats::read(engine_stat_table(), m.stats(), ps);
+        }) {}
   device::exposed_memory exposed() override {
-    if (m_engine->params().bar2.size == 0) return {};
-    return {&m_engine->local_memory(), m_engine->params().bar2.base};
+    const pcie::window& bar2 = model().params().bar2;
+    if (bar2.size == 0) return {};
+    return {&model().local_memory(), bar2.base};
   }
-  std::vector<stats::reading> stats(uint64_t simulated_ps) const override {
-    return stats::read(engine_stat_table(), m_engine->stats(), simulated_ps);
-  }
-
- private:
-  std::unique_ptr<dma_engine> m_engine;
 };
 
 class engine_factory : public device::device_factory {

@@ -40,8 +40,6 @@ void gpu::receive(int, tlm::tlm_generic_payload& gp) {
   const auto& h = transport::hdr(gp);
   if (pcie::is_completion(h.type)) {
     m_copy.completion(gp);
-    port.free_buffer(gp);
-    gp.release();
     return;
   }
   request(gp);

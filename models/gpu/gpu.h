@@ -65,6 +65,7 @@ class gpu : public sc_core::sc_module, public transport::tlp_handler, public dma
       transport::stream_log& log, const pcie::order_policy& order);
   const gpu_params& params() const { return m_params; }
   memory::backing_store& vram() { return m_vram; }
+  const memory::backing_store& vram() const { return m_vram; }
   bar1_page_table& bar1() { return m_bar1; }
   rdma_visibility& visibility() { return m_visibility; }
   dma::dma_requester& copy_engine() { return m_copy; }

@@ -11,22 +11,13 @@ const stats::declaration& vram_allocated() {
   return d;
 }
 
-class gpu_device : public device::device_model {
- public:
-  explicit gpu_device(std::unique_ptr<gpu> g) : m_gpu(std::move(g)) {}
-  gpu& model() { return *m_gpu; }
-  sc_core::sc_module& module() override { return *m_gpu; }
-  transport::pcie_port& port() override { return m_gpu->port; }
-  dma::dma_initiator* initiator() override { return m_gpu.get(); }
-  std::vector<stats::reading> stats(uint64_t simulated_ps) const override {
-    auto out = stats::read(gpu_stat_table(), m_gpu->stats(), simulated_ps);
-    out.push_back({&vram_allocated(), m_gpu->vram().allocated_bytes(), 0, false});
-    return out;
-  }
+using gpu_device = device::initiator_model<gpu>;
 
- private:
-  std::unique_ptr<gpu> m_gpu;
-};
+std::vector<stats::reading> gpu_stats_of(const gpu& g, uint64_t simulated_ps) {
+  auto out = stats::read(gpu_stat_table(), g.stats(), simulated_ps);
+  out.push_back({&vram_allocated(), g.vram().allocated_bytes(), 0, false});
+  return out;
+}
 
 class gpu_factory : public device::device_factory {
  public:
@@ -42,7 +33,7 @@ class gpu_factory : public device::device_factory {
     p.rcb = at.control.rcb;
     p.copy = at.requester;
     return std::make_unique<gpu_device>(
-        std::make_unique<gpu>(at.name.c_str(), p, *at.pool, *at.log, *at.order));
+        std::make_unique<gpu>(at.name.c_str(), p, *at.pool, *at.log, *at.order), gpu_stats_of);
   }
   std::vector<const stats::declaration*> stat_declarations() const override {
     auto out = stats::declarations(gpu_stat_table());

@@ -198,8 +198,6 @@ void nvme_controller::receive(int, tlm::tlm_generic_payload& gp) {
   const auto& h = transport::hdr(gp);
   if (pcie::is_completion(h.type)) {
     m_req.completion(gp);
-    port.free_buffer(gp);
-    gp.release();
     return;
   }
   if (!m_params.bar0.contains(h.address)) {
