@@ -6,7 +6,8 @@
 
 namespace p2psim::dma {
 
-sc_core::sc_time memory_completer::write(tlm::tlm_generic_payload& gp, uint64_t offset) {
+sc_core::sc_time memory_completer::write(tlm::tlm_generic_payload& gp, uint64_t offset,
+                                         const sc_core::sc_time& extra) {
   const auto& h = transport::hdr(gp);
   const transport::tlp_txn& t = transport::txn(gp);
   if (m_on_store)
@@ -18,7 +19,9 @@ sc_core::sc_time memory_completer::write(tlm::tlm_generic_payload& gp, uint64_t 
   uint64_t now = transport::now_ps();
   // A burst taken as its first TLP came in (by a root complex) is all in lag_ps later.
   uint64_t done = std::max(m_path.serve(now, h.length), now + transport::meta(gp).lag_ps);
-  m_log.landed(transport::meta(gp).stream, h.length, done);
+  // The bytes are stored `extra` later (a root complex's way from the root port to the
+  // memory controller); the buffer is free once the data path has them.
+  m_log.landed(transport::meta(gp).stream, h.length, done + transport::to_ps(extra));
   return transport::ps(done - now);
 }
 
@@ -71,7 +74,7 @@ void memory_completer::atomic(transport::pcie_port& port, tlm::tlm_generic_paylo
 sc_core::sc_time memory_completer::serve(transport::pcie_port& port, tlm::tlm_generic_payload& gp,
                                          uint64_t offset, const sc_core::sc_time& extra) {
   const auto t = transport::hdr(gp).type;
-  if (t == pcie::tlp_type::mwr) return write(gp, offset);
+  if (t == pcie::tlp_type::mwr) return write(gp, offset, extra);
   if (pcie::is_atomic(t))
     atomic(port, gp, offset, extra);
   else

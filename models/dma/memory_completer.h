@@ -29,16 +29,18 @@ class memory_completer {
       : m_store(store), m_timing(t), m_path(t.bandwidth_gbs), m_id(completer_id), m_log(log) {}
 
   // Stores the MWr's payload at `offset`; returns when the data path has absorbed it, as a
-  // delay from now (when the caller frees the TLP's buffer).
-  sc_core::sc_time write(tlm::tlm_generic_payload& gp, uint64_t offset);
+  // delay from now (when the caller frees the TLP's buffer). The bytes count as stored
+  // `extra` after that (the stream log's landing time).
+  sc_core::sc_time write(tlm::tlm_generic_payload& gp, uint64_t offset,
+                         const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
   // Sends the completions for MRd `gp` reading from `offset` through `port`, `extra` later.
   void read(transport::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
             const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
   // Performs AtomicOp `gp` on the store at `offset` and sends its CplD, `extra` later.
   void atomic(transport::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
               const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
-  // Any request: stores, answers or both. Returns when the caller may free the TLP's buffer
-  // (after a write: when the data path has absorbed it), as a delay from now.
+  // Any request: stores, answers or both, `extra` later. Returns when the caller may free the
+  // TLP's buffer (after a write: when the data path has absorbed it), as a delay from now.
   sc_core::sc_time serve(transport::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
                          const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
   void set_completer_id(uint16_t id) { m_id = id; }

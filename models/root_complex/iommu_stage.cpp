@@ -39,10 +39,16 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
   const bool request = !pcie::is_completion(h.type) && h.type != pcie::tlp_type::msg;
   if (auto* d = request ? domain(h.requester_id) : nullptr) {
     // A request never crosses 4 KiB and I/O pages are at least that big: one translation.
-    // An AtomicOp writes, so it needs write permission.
-    auto t = d->translate(h.address, h.type != pcie::tlp_type::mrd);
-    if (!t.iotlb_hit) {
-      const uint64_t walk = pcie::ns_to_ps(d->params().miss_latency_ns);
+    // An AtomicOp writes, so it needs write permission. A burst stands for requests of one
+    // I/O page (bursts never cross 4 KiB behind a translating IOMMU), each looked up as the
+    // TLPs would be: without an IOTLB every one of them walks, one after another.
+    const bool write = h.type != pcie::tlp_type::mrd;
+    auto t = d->translate(h.address, write);
+    uint32_t walks = t.iotlb_hit ? 0 : 1;
+    for (uint32_t k = 1; k < transport::meta(gp).tlps; ++k)
+      walks += !d->translate(h.address, write).iotlb_hit;
+    if (walks) {
+      const uint64_t walk = walks * pcie::ns_to_ps(d->params().miss_latency_ns);
       ready += walk;
       m_walk_wait_ps += walk;
     }

@@ -77,6 +77,12 @@ struct bench_args {
   std::string result_file;  // internal: where that floor's JSON goes
 };
 
+struct generate_args {
+  uint64_t seed = 1;
+  uint64_t count = 1;
+  std::string output = ".";
+};
+
 struct plot_args {
   std::string csv, x, y, by, title, output;
   std::vector<std::string> where;
@@ -97,6 +103,8 @@ void add_litmus(CLI::App& app, litmus_args& a);
 int litmus_command(const litmus_args& a);
 void add_topo(CLI::App& app, topo_args& a);
 void add_params(CLI::App& app, params_args& a);
+void add_generate(CLI::App& app, generate_args& a);
+int generate_command(const generate_args& a);
 int params_command(const params_args& a);
 int run_command(const run_args& a, const char* argv0);
 int topo_command(const topo_args& a);

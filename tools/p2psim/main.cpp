@@ -22,6 +22,7 @@ int sc_main(int argc, char* argv[]) {
   p2psim::cli::bar1_args bar1;
   p2psim::cli::bench_args bench;
   p2psim::cli::params_args params;
+  p2psim::cli::generate_args generate;
   p2psim::cli::add_run(app, run);
   p2psim::cli::add_topo(app, topo);
   p2psim::cli::add_litmus(app, litmus);
@@ -30,6 +31,7 @@ int sc_main(int argc, char* argv[]) {
   p2psim::cli::add_bar1(app, bar1);
   p2psim::cli::add_bench(app, bench);
   p2psim::cli::add_params(app, params);
+  p2psim::cli::add_generate(app, generate);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -45,6 +47,7 @@ int sc_main(int argc, char* argv[]) {
     if (app.got_subcommand("bar1")) return p2psim::cli::bar1_command(bar1, argv[0]);
     if (app.got_subcommand("bench")) return p2psim::cli::bench_command(bench, argv[0]);
     if (app.got_subcommand("params")) return p2psim::cli::params_command(params);
+    if (app.got_subcommand("generate")) return p2psim::cli::generate_command(generate);
   } catch (const p2psim::config::error& e) {
     std::cerr << e.what() << "\n";
     return 2;

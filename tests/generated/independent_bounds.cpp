@@ -1,0 +1,269 @@
+#include "tests/generated/independent_bounds.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace p2psim::oracle {
+namespace {
+
+// Values as docs/formats-topology.md ("Values and units") writes them. Only what topology and
+// preset files hold is needed; anything else is an error, not a guess.
+double number_with_unit(const std::string& text,
+                        const std::vector<std::pair<std::string, double>>& units,
+                        const char* what) {
+  size_t end = 0;
+  double v = std::stod(text, &end);
+  std::string unit = text.substr(end);
+  if (unit.empty() || text == "0") return v;  // a bare number: the base unit
+  for (const auto& [u, scale] : units)
+    if (unit == u) return v * scale;
+  throw std::runtime_error(std::string("independent_bounds: unknown ") + what + " unit in '" +
+                           text + "'");
+}
+
+uint64_t size_of(const YAML::Node& n) {
+  return uint64_t(number_with_unit(n.as<std::string>(),
+                                   {{"B", 1},
+                                    {"KiB", 1024.0},
+                                    {"MiB", 1024.0 * 1024},
+                                    {"GiB", 1024.0 * 1024 * 1024},
+                                    {"TiB", 1024.0 * 1024 * 1024 * 1024},
+                                    {"kB", 1e3},
+                                    {"MB", 1e6},
+                                    {"GB", 1e9}},
+                                   "size"));
+}
+
+double ns_of(const YAML::Node& n) {
+  return number_with_unit(
+      n.as<std::string>(),
+      {{"ps", 1e-3}, {"ns", 1}, {"us", 1e3}, {"µs", 1e3}, {"ms", 1e6}, {"s", 1e9}}, "time");
+}
+
+double gbps_of(const YAML::Node& n) {
+  return number_with_unit(n.as<std::string>(),
+                          {{"GB/s", 1},
+                           {"MB/s", 1e-3},
+                           {"TB/s", 1e3},
+                           {"Gb/s", 0.125},
+                           {"Gbps", 0.125},
+                           {"GiB/s", 1.073741824}},
+                          "bandwidth");
+}
+
+// docs/design.md, "PCIe timing": raw GB/s per lane and direction, after line encoding.
+double raw_lane_gbps(int gen) {
+  switch (gen) {
+    case 1:
+      return 2.5 * 8 / 10 / 8;
+    case 2:
+      return 5.0 * 8 / 10 / 8;
+    case 3:
+      return 8.0 * 128 / 130 / 8;
+    case 4:
+      return 16.0 * 128 / 130 / 8;
+    case 5:
+      return 32.0 * 128 / 130 / 8;
+  }
+  throw std::runtime_error("independent_bounds: gen " + std::to_string(gen));
+}
+
+constexpr uint64_t tlp_min_overhead = 8 + 12;  // framing, sequence, LCRC + a 3DW header
+
+}  // namespace
+
+double link_limit_gbps(int gen, int width, int ack_limit, int fc_limit, uint64_t bytes,
+                       uint64_t payload, uint64_t overhead) {
+  double share = 1 - 4.0 / 1538;  // SKIP ordered sets
+  if (ack_limit > 0) share -= 8.0 / ack_limit;
+  if (fc_limit > 0) share -= 8.0 / fc_limit;
+  double tlp_gbps = raw_lane_gbps(gen) * width * share;
+  double tlps = std::ceil(double(bytes) / double(payload));
+  return tlp_gbps * double(bytes) / (double(bytes) + tlps * double(overhead));
+}
+
+machine_view::machine_view(const std::string& topology_file, const std::string& platforms_dir) {
+  YAML::Node t = YAML::LoadFile(topology_file);
+  uint64_t mps = 256;
+  if (t["pcie"] && t["pcie"]["mps"]) mps = size_of(t["pcie"]["mps"]);
+  int index = 0;
+  for (const auto& s : t["sockets"]) {
+    socket sk;
+    auto apply = [&](const YAML::Node& p) {
+      if (!p) return;
+      if (auto rc = p["root_complex"]) {
+        if (rc["latency"]) sk.p.rc_latency_ns = ns_of(rc["latency"]);
+        if (auto p2p = rc["p2p"]) {
+          if (p2p["tlp_size"]) sk.p.p2p_tlp_size = size_of(p2p["tlp_size"]);
+          if (p2p["latency"]) sk.p.p2p_latency_ns = ns_of(p2p["latency"]);
+          if (p2p["write"] && p2p["write"]["bandwidth"])
+            sk.p.p2p_write_gbps = gbps_of(p2p["write"]["bandwidth"]);
+          if (p2p["read"] && p2p["read"]["bandwidth"])
+            sk.p.p2p_read_gbps = gbps_of(p2p["read"]["bandwidth"]);
+        }
+      }
+      for (const char* key : {"memory", "memory_controller"})
+        if (auto m = p[key]; m && m.IsMap()) {
+          if (m["latency"]) sk.p.memory_latency_ns = ns_of(m["latency"]);
+          if (m["bandwidth"]) sk.p.memory_gbps = gbps_of(m["bandwidth"]);
+          if (m["completion_size"]) sk.p.completion_size = size_of(m["completion_size"]);
+        }
+      if (auto q = p["interconnect"]) {
+        if (q["bandwidth"]) sk.p.interconnect_gbps = gbps_of(q["bandwidth"]);
+        if (q["latency"]) sk.p.interconnect_latency_ns = ns_of(q["latency"]);
+        if (auto p2p = q["p2p"]) {
+          if (p2p["write"] && p2p["write"]["bandwidth"])
+            sk.p.interconnect_p2p_write_gbps = gbps_of(p2p["write"]["bandwidth"]);
+          if (p2p["read"] && p2p["read"]["bandwidth"])
+            sk.p.interconnect_p2p_read_gbps = gbps_of(p2p["read"]["bandwidth"]);
+        }
+      }
+    };
+    if (s["platform"])
+      apply(YAML::LoadFile(platforms_dir + "/" + s["platform"].as<std::string>() + ".yaml"));
+    YAML::Node own;  // the socket's overrides use the preset's section names
+    if (s["root_complex"]) own["root_complex"] = s["root_complex"];
+    if (s["memory_controller"]) own["memory_controller"] = s["memory_controller"];
+    if (s["interconnect"]) own["interconnect"] = s["interconnect"];
+    apply(own);
+    sk.translating =
+        s["iommu"] && s["iommu"]["mode"] && s["iommu"]["mode"].as<std::string>() == "translating";
+    m_sockets.push_back(sk);
+    node n;
+    n.name = s["name"].as<std::string>();
+    n.kind = "socket";
+    n.socket = index++;
+    m_nodes[n.name] = n;
+  }
+  for (const auto& q : t["interconnects"]) {
+    const socket& a = m_sockets[size_t(at(q["between"][0].as<std::string>()).socket)];
+    m_interconnect_gbps.push_back(q["bandwidth"] ? gbps_of(q["bandwidth"]) : a.p.interconnect_gbps);
+    m_interconnect_latency_ns.push_back(q["latency"] ? ns_of(q["latency"])
+                                                     : a.p.interconnect_latency_ns);
+  }
+  for (const auto& s : t["switches"]) {
+    node n;
+    n.name = s["name"].as<std::string>();
+    n.kind = "switch";
+    n.latency_ns = s["latency"] ? ns_of(s["latency"]) : 110;
+    n.acs_redirect = s["acs_redirect"] && s["acs_redirect"].as<bool>();
+    m_nodes[n.name] = n;
+  }
+  for (const auto& d : t["devices"]) {
+    node n;
+    n.name = d["name"].as<std::string>();
+    n.kind = d["type"] ? d["type"].as<std::string>() : "gpu";
+    n.mps = d["mps"] ? size_of(d["mps"]) : mps;
+    if (n.kind == "gpu") n.latency_ns = d["vram_latency"] ? ns_of(d["vram_latency"]) : 300;
+    m_nodes[n.name] = n;
+  }
+  for (const auto& l : t["links"]) {
+    node& n = m_nodes.at(l["down"].as<std::string>());
+    n.parent = l["up"].as<std::string>();
+    if (l["gen"]) n.gen = l["gen"].as<int>();
+    if (l["width"]) n.width = l["width"].as<int>();
+    if (l["latency"]) n.link_latency_ns = ns_of(l["latency"]);
+    if (l["ecrc"]) n.ecrc = l["ecrc"].as<bool>();
+    if (l["ack_limit"]) n.ack_limit = l["ack_limit"].as<int>();
+    if (l["fc_limit"]) n.fc_limit = l["fc_limit"].as<int>();
+  }
+  // Sockets of switches and devices, from the top down.
+  for (auto& [name, n] : m_nodes)
+    if (n.kind != "socket") n.socket = at(chain(name).back()).socket;
+}
+
+const machine_view::node& machine_view::at(const std::string& name) const {
+  auto it = m_nodes.find(name);
+  if (it == m_nodes.end()) throw std::runtime_error("independent_bounds: no node '" + name + "'");
+  return it->second;
+}
+
+std::vector<std::string> machine_view::chain(const std::string& name) const {
+  std::vector<std::string> c = {name};
+  while (!at(c.back()).parent.empty()) c.push_back(at(c.back()).parent);
+  return c;
+}
+
+path_bound machine_view::bound(const std::string& src, const std::string& dst, bool write,
+                               uint64_t bytes, int /*streams*/) const {
+  path_bound b;
+  b.max_gbps = std::numeric_limits<double>::infinity();
+  auto limit = [&](double gbps, const std::string& what) {
+    if (gbps > 0 && gbps < b.max_gbps) b.max_gbps = gbps, b.bottleneck = what;
+  };
+  const std::vector<std::string> up = chain(src), down = chain(dst);
+  const node& s = at(src);
+  const node& d = at(dst);
+  const socket& from = m_sockets[size_t(s.socket)];
+  const bool memory = d.kind == "socket";
+  std::string common;
+  for (const auto& x : up)
+    if (std::find(down.begin(), down.end(), x) != down.end()) {
+      common = x;
+      break;
+    }
+  const bool other_socket = common.empty();
+  // Turning at a switch keeps a peer's TLPs off the root complex, unless ACS sends them up.
+  const bool via_root = memory || other_socket || at(common).kind == "socket" ||
+                        at(common).acs_redirect || from.translating;
+  const bool p2p_via_root = via_root && !memory;
+
+  // The largest payload a TLP carrying data can have on each side of the root complex.
+  uint64_t near_payload, far_payload;
+  if (write) {
+    near_payload = s.mps;
+    far_payload =
+        p2p_via_root && from.p.p2p_tlp_size ? std::min(s.mps, from.p.p2p_tlp_size) : s.mps;
+  } else {
+    uint64_t completer =
+        memory ? m_sockets[size_t(d.socket)].p.completion_size : std::max(d.mps, s.mps);
+    near_payload = far_payload = completer;
+  }
+
+  double each_way = 0, once = 0;  // a read's request and data both pay each_way
+  auto walk = [&](const std::vector<std::string>& c, uint64_t payload) {
+    for (const auto& x : c) {
+      if (x == common) break;
+      const node& n = at(x);
+      if (n.kind == "socket") break;
+      uint64_t overhead = tlp_min_overhead + (n.ecrc ? 4 : 0);
+      limit(link_limit_gbps(n.gen, n.width, n.ack_limit, n.fc_limit, bytes, payload, overhead),
+            "link " + x);
+      b.links.push_back(x);
+      each_way += n.link_latency_ns;
+      if (n.kind == "switch") each_way += n.latency_ns;
+    }
+  };
+  walk(up, near_payload);
+  if (!memory) walk(down, far_payload);
+  if (!common.empty() && at(common).kind == "switch") each_way += at(common).latency_ns;
+
+  const socket& to = m_sockets[size_t(d.socket)];
+  // A root complex passes a request after its latency (a completion may go on at once).
+  if (via_root) once += from.p.rc_latency_ns;
+  if (p2p_via_root && !other_socket) {
+    once += from.p.p2p_latency_ns;
+    limit(write ? from.p.p2p_write_gbps : from.p.p2p_read_gbps, "root complex P2P cap");
+  }
+  if (other_socket) {
+    double fastest = 0, nearest = std::numeric_limits<double>::infinity();
+    for (double g : m_interconnect_gbps) fastest = std::max(fastest, g);
+    for (double l : m_interconnect_latency_ns) nearest = std::min(nearest, l);
+    limit(fastest, "interconnect");
+    each_way += nearest;
+    if (!memory)
+      limit(write ? from.p.interconnect_p2p_write_gbps : from.p.interconnect_p2p_read_gbps,
+            "interconnect P2P cap");
+  }
+  if (memory) limit(to.p.memory_gbps, "memory");
+  // A read's request goes there and its data comes back, after the access.
+  b.min_latency_ns = write ? each_way + once
+                           : 2 * each_way + once + (memory ? to.p.memory_latency_ns : d.latency_ns);
+  return b;
+}
+
+}  // namespace p2psim::oracle
