@@ -8,8 +8,10 @@ SCENARIO ?= scenarios/default.yaml
 SANITIZE_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
+SOAK_CASES ?= 2000
+SOAK_FIRST ?= 1001
 
-.PHONY: all deps build run test sanitize fuzz clean format format-check
+.PHONY: all deps build run test sanitize fuzz soak clean format format-check
 
 all: build
 
@@ -56,6 +58,21 @@ fuzz: deps
 	  -DP2PSIM_FUZZ=ON >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) ./tools/fuzz.sh $(FUZZ_BUILD)
+
+# Generated machines beyond the ctest batches (docs/testing.md, "Generated machines"):
+# SOAK_CASES seeds from SOAK_FIRST, split over JOBS processes; every finding is printed with
+# the command that reproduces it, and the count and wall time at the end.
+soak: build
+	@cmake --build $(BUILD) --target generated_check >/dev/null
+	@mkdir -p $(BUILD)/soak; start=$$(date +%s); per=$$(( ($(SOAK_CASES) + $(JOBS) - 1) / $(JOBS) )); \
+	pids=""; for j in $$(seq 0 $$(( $(JOBS) - 1 ))); do \
+	  ./$(BUILD)/tests/generated/generated_check --first $$(( $(SOAK_FIRST) + j * per )) \
+	    --count $$per --p2psim ./$(BUILD)/tools/p2psim/p2psim --platforms topologies/platforms \
+	    --dir $(BUILD)/soak/cases > $(BUILD)/soak/part-$$j.log & pids="$$pids $$!"; done; \
+	fail=0; for p in $$pids; do wait $$p || fail=1; done; \
+	cat $(BUILD)/soak/part-*.log; \
+	echo "soak: $$(( per * $(JOBS) )) generated cases from seed $(SOAK_FIRST) in $$(( $$(date +%s) - start )) s"; \
+	exit $$fail
 
 clean:
 	@rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)

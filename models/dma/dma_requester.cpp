@@ -284,8 +284,11 @@ void dma_requester::store_completion(tlm::tlm_generic_payload& gp) {
     m_log.landed(s.stream, h.length, transport::now_ps() + transport::meta(gp).lag_ps);
   }
   if (s.remaining == 0) {
+    // A burst is taken as its first TLP comes in: its round trip is its first request's.
+    const uint64_t rtt = transport::now_ps() - s.issued_ps;
+    auto& min_rtt = m_stats.min_read_round_trip_ps;
+    min_rtt = min_rtt ? std::min(min_rtt, rtt) : rtt;
     if (transport::meta(gp).burst) {
-      const uint64_t rtt = transport::now_ps() - s.issued_ps;
       m_min_read_rtt = std::min(m_min_read_rtt, rtt);
       m_reads_queue = rtt >= 2 * m_min_read_rtt;
     }

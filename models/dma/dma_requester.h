@@ -64,6 +64,9 @@ struct requester_stats {
   uint64_t completion_timeouts = 0;     // reads given up: their completions never came
   uint64_t unexpected_completions = 0;  // for a tag not waiting (after its timeout)
   uint32_t max_tags_in_use = 0;
+  // The shortest time from a read request leaving to its data back (at burst fidelity, a read
+  // burst's first request to its completions' coming in); 0: no read finished.
+  uint64_t min_read_round_trip_ps = 0;
 };
 
 inline const stats::table<requester_stats>& requester_stat_table() {
@@ -80,6 +83,9 @@ inline const stats::table<requester_stats>& requester_stat_table() {
                      "Times a read waited for a free tag."),
       stats::counter("max_tags_in_use", &requester_stats::max_tags_in_use, unit::count,
                      "Most reads outstanding at once."),
+      stats::counter("min_read_round_trip_ps", &requester_stats::min_read_round_trip_ps,
+                     unit::picoseconds,
+                     "Shortest read round trip: a request out to its data in (0: none)."),
       stats::counter("completion_timeouts", &requester_stats::completion_timeouts, unit::count,
                      "Reads given up because their completions never came (PCIe Base Spec "
                      "6.2.8.2)."),

@@ -24,6 +24,7 @@ link_channel::link_channel(sc_module_name name, const channel_timing& timing,
       m_timing(timing),
       m_order(order),
       m_ps_per_wire_byte(timing.ps_per_byte / (1.0 - timing.skip_fraction)),
+      m_receiver_credits(receiver_credits),
       m_credits(receiver_credits) {
   in.register_nb_transport_fw(this, &link_channel::in_fw);
   out.register_nb_transport_bw(this, &link_channel::out_bw);

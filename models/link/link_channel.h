@@ -86,6 +86,8 @@ class link_channel : public sc_core::sc_module {
   // As of now: a TLP started ahead counts once its start time has come (lookahead.h).
   channel_stats stats() const;
   const channel_timing& timing() const { return m_timing; }
+  // What the receiver advertised (0: infinite).
+  const pcie::credit_limits& receiver_credits() const { return m_receiver_credits; }
   const pcie::order_policy& order() const { return m_order; }  // its fabric's
   // Serialization time of one TLP on this channel, DLLP share excluded (for tests, reports).
   uint64_t serialization_ps(const pcie::tlp_header& h) const;
@@ -133,6 +135,7 @@ class link_channel : public sc_core::sc_module {
   channel_timing m_timing;
   const pcie::order_policy& m_order;
   double m_ps_per_wire_byte;  // SKIP ordered sets included
+  pcie::credit_limits m_receiver_credits;
   pcie::credit_gate m_credits;
   pcie::fifo<entry> m_queue[pcie::fc_class_count];
   uint64_t m_seq = 0;

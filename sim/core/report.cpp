@@ -226,6 +226,7 @@ void print_run(std::ostream& os, const run_result& r, const transfer_matrix* sce
   os << fmt::format("Simulated {:.3f} ms, {} TLPs, {:.2f} s wall ({:.0f} TLPs/s)\n",
                     r.simulated_ns / 1e6, r.tlps, r.wall_seconds,
                     r.wall_seconds > 0 ? r.tlps / r.wall_seconds : 0.0);
+  for (const auto& w : r.warnings) os << "warning: " << w << "\n";
   for (const auto& e : r.errors) os << "ERROR: " << e << "\n";
   os << "\n";
 }

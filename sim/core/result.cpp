@@ -45,6 +45,7 @@ json to_json(const run_result& r) {
   j["stats"] = r.stats;
   if (!r.program.is_null()) j["program"] = r.program;
   j["errors"] = r.errors;
+  j["warnings"] = r.warnings;
   return j;
 }
 
@@ -91,6 +92,7 @@ run_result run_result_from_json(const json& j) {
   r.stats = j.value("stats", json::object());
   if (j.contains("program")) r.program = j["program"];
   r.errors = j.value("errors", std::vector<std::string>{});
+  r.warnings = j.value("warnings", std::vector<std::string>{});
   return r;
 }
 

@@ -47,6 +47,8 @@ struct run_result {
   nlohmann::json stats = nlohmann::json::object();
   nlohmann::json program;           // steps, driver and cache counters, BAR1 use (null: no program)
   std::vector<std::string> errors;  // failed checks (data mismatch, refused bytes)
+  // Where the run approximates: burst fidelity's classes (sim/core/burst_warnings.h).
+  std::vector<std::string> warnings;
 };
 
 nlohmann::json to_json(const run_result& r);

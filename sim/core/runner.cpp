@@ -1,4 +1,5 @@
 #include "sim/core/runner.h"
+#include "sim/core/burst_warnings.h"
 #include "sim/core/watchdog.h"
 
 #include <sys/resource.h>
@@ -395,6 +396,7 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
         if (auto why = refusal_reason(t, a, x); !why.empty())
           r.errors.push_back(fmt::format("{}: {}", x.name, why));
   r.stats = dump_stats(sys, r.simulated_ns);
+  if (s.fidelity == fidelity::burst) r.warnings = burst_warnings(sys, t, r.stats);
   return r;
 }
 

@@ -63,7 +63,7 @@ class builder {
     int rcb = r.chance(70) ? 64 : 128;
     int tags = r.pick(std::vector<int>{32, 256, 256, 768, 1024, int(r.between(1, 16))});
     m.pcie = fmt::format("{{mps: {}B, mrrs: {}B, rcb: {}B, tags: {}}}", m.mps, m.mrrs, rcb, tags);
-    max_mps = std::max(m.mps, 512);  // devices may lower theirs, or raise it to 512
+    max_mps = m.mps;
   }
 
   void add_socket(int s) {
@@ -157,11 +157,9 @@ class builder {
   void device(node& n) {
     ++devices;
     n.kind = node_kind(int(node_kind::gpu) + int(r.weighted({50, 35, 15})));
+    // MPS stays the topology's: a TLP larger than a receiver's MPS is malformed (PCIe Base
+    // Spec 2.2.2), so software sets one MPS along every peer path.
     n.mps = m.mps;
-    if (r.chance(15)) {
-      n.mps = r.pick(std::vector<int>{128, 256, 512, max_mps});
-      n.settings.push_back(fmt::format("mps: {}B", n.mps));
-    }
     if (r.chance(15)) n.settings.push_back(fmt::format("tags: {}", r.between(1, 1024)));
     if (r.chance(10)) n.settings.push_back(fmt::format("mrrs: {}B", 128 << r.below(6)));
     switch (n.kind) {

@@ -77,6 +77,7 @@ double relative(double a, double b) {
 
 struct transfer_info {
   uint64_t size = 0;  // bytes per stream
+  int group = -1;     // transfers of one group run at the same time (`start: with_previous`)
 };
 
 std::map<std::string, transfer_info> transfers_of(const std::string& scenario) {
@@ -90,7 +91,13 @@ std::map<std::string, transfer_info> transfers_of(const std::string& scenario) {
     std::string u = t.substr(end);
     return u == "KiB" ? v << 10 : u == "MiB" ? v << 20 : u == "GiB" ? v << 30 : v;
   };
-  for (const auto& t : s["transfers"]) out[t["name"].as<std::string>()].size = size_of(t["size"]);
+  int group = -1;
+  for (const auto& t : s["transfers"]) {
+    auto& x = out[t["name"].as<std::string>()];
+    x.size = size_of(t["size"]);
+    if (!(t["start"] && t["start"].as<std::string>() == "with_previous")) ++group;
+    x.group = group;
+  }
   if (auto m = s["matrix"]) {
     std::vector<std::string> d = m["devices"].as<std::vector<std::string>>();
     for (const auto& a : d)
@@ -199,18 +206,29 @@ void check_files(const options& o, const std::string& scenario, const std::strin
     }
     for (const auto& r : j["runs"]) check_conservation(r, tag + " [" + fid + "]", topology, f);
   }
-  // Burst against TLP, transfer by transfer.
+  // Burst against TLP, transfer by transfer. A transfer shares links with the others of its
+  // group, so a warning about any of their paths counts.
   const json& tlp = runs["tlp"];
   const json& burst = runs["burst"];
   const json& burst_run = burst["runs"][0];
+  auto group_links = [&](const json& entry) {
+    const auto& me = sizes[entry["transfer"].get<std::string>()];
+    std::vector<std::string> links;
+    for (const auto& b : tlp["bandwidth"]) {
+      const auto& other = sizes[b["transfer"].get<std::string>()];
+      if (&other != &me && (me.group < 0 || other.group != me.group)) continue;
+      auto bound = machine.bound(b["src"], b["dst"], b["op"] == "write", other.size, 1);
+      links.insert(links.end(), bound.links.begin(), bound.links.end());
+    }
+    return links;
+  };
   for (size_t i = 0; i < tlp["bandwidth"].size() && i < burst["bandwidth"].size(); ++i) {
     const json& a = tlp["bandwidth"][i];
     const json& b = burst["bandwidth"][i];
     double d = relative(b["gbps"], a["gbps"]);
     if (d <= 0.01) continue;
     bool write = a["op"] == "write";
-    auto bound = machine.bound(a["src"], a["dst"], write, sizes[a["transfer"]].size, 1);
-    if (warned_about(burst_run, bound.links)) continue;
+    if (warned_about(burst_run, group_links(a))) continue;
     f.add(fmt::format(
         "{} burst/tlp {} {} {} {} ({} B): burst {:.4f} GB/s, tlp {:.4f} GB/s ({:+.2f}%), "
         "and no warning names a link of the path  ({})",
