@@ -13,8 +13,8 @@ namespace p2psim::pcie_switch {
 
 using namespace sc_core;
 
-pcie_switch::pcie_switch(sc_module_name name, const switch_params& p)
-    : sc_module(name), m_params(p), m_latency_ps(pcie::ns_to_ps(p.latency_ns)) {
+pcie_switch::pcie_switch(sc_module_name name, const switch_params& p, transport::stream_log& log)
+    : sc_module(name), m_params(p), m_latency_ps(pcie::ns_to_ps(p.latency_ns)), m_log(log) {
   for (int i = 0; i <= p.downstream_ports; ++i) {
     std::string n = i == 0 ? "up" : "down" + std::to_string(i - 1);
     m_ports.push_back(std::make_unique<transport::pcie_port>(n.c_str(), *this, i));
@@ -23,8 +23,9 @@ pcie_switch::pcie_switch(sc_module_name name, const switch_params& p)
   m_departures.resize(m_ports.size());
 }
 
-void pcie_switch::set_route(int i, std::vector<pcie::window> mmio, uint8_t lo, uint8_t hi) {
-  m_routes.add({1 + i, std::move(mmio), lo, hi});
+void pcie_switch::set_route(int i, std::vector<pcie::window> mmio, uint8_t lo, uint8_t hi,
+                            bool switch_below) {
+  m_routes.add({1 + i, std::move(mmio), lo, hi, switch_below});
 }
 
 // The egress port for a TLP that came in at `in`, or -1 to refuse it.
@@ -35,22 +36,18 @@ int pcie_switch::route(int in, tlm::tlm_generic_payload& gp) {
     if (out < 0) out = 0;
     return out == in ? -1 : out;
   }
-  int out = m_routes.by_address(h.address);
-  if (in == 0) return out;   // from above: only what a downstream port claims
-  if (out < 0) return 0;     // not below us: up
-  if (out == in) return -1;  // a device addressing its own port's window
-  if (m_params.acs_redirect) {
-    ++m_stats.acs_redirected_tlps;
-    return 0;
-  }
-  return out;
+  const pcie::request_egress e = m_routes.route_request(in, h.address, m_params.acs_redirect);
+  if (e.redirected) ++m_stats.acs_redirected_tlps;
+  return e.port;
 }
 
 void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
   int out = route(in, gp);
   const auto& h = transport::hdr(gp);
   // A request for a port whose link is down: non-posted ones get UR (PCIe Base Spec 2.9.1),
-  // posted ones go on to the link, which discards them.
+  // posted ones go on to the link, which discards them. A posted request the switch refuses
+  // is dropped, and its bytes are counted refused (the requester gets no completion to wait
+  // for).
   if (out >= 0 && !m_ports[out]->link_up() && pcie::is_non_posted(h.type)) out = -1;
   if (out < 0) {
     if (pcie::is_completion(h.type)) {
@@ -60,7 +57,7 @@ void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
     } else {
       ++m_stats.unsupported_requests;
       dma::refuse_request(*m_ports[in], gp, m_params.bdf, pcie::cpl_status::ur, SC_ZERO_TIME,
-                          nullptr);
+                          &m_log);
     }
     return;
   }

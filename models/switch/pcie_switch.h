@@ -2,7 +2,8 @@
 // address through the memory windows of what sits below each downstream port, completions
 // by requester ID. Each ingress port buffers TLPs per flow-control class (its receive
 // credits) until the egress link has taken them; egress queues apply the ordering rules.
-// With ACS P2P Request Redirect, requests between downstream ports go up to the root complex.
+// With ACS P2P Request Redirect, requests between downstream ports go up to the root complex;
+// a switch above passes them on up (ACS Upstream Forwarding) rather than back down.
 #pragma once
 
 #include <array>
@@ -17,6 +18,7 @@
 #include "models/stats/stat.h"
 #include "models/switch/switch_spec.h"
 #include "models/transport/pcie_port.h"
+#include "models/transport/stream_log.h"
 
 namespace p2psim::pcie_switch {
 
@@ -59,11 +61,14 @@ inline const stats::table<switch_stats>& switch_stat_table() {
 
 class pcie_switch : public sc_core::sc_module, public transport::tlp_handler {
  public:
-  pcie_switch(sc_core::sc_module_name name, const switch_params& p);
+  // `log` records the bytes of posted requests the switch refuses.
+  pcie_switch(sc_core::sc_module_name name, const switch_params& p, transport::stream_log& log);
   transport::pcie_port& upstream() { return *m_ports[0]; }
   transport::pcie_port& downstream(int i) { return *m_ports[1 + i]; }
-  // Routes for downstream port i (window and buses of everything below it).
-  void set_route(int i, std::vector<pcie::window> mmio, uint8_t bus_lo, uint8_t bus_hi);
+  // Routes for downstream port i (window and buses of everything below it). With a switch
+  // below, the port has ACS Upstream Forwarding: what that switch redirects up goes on up.
+  void set_route(int i, std::vector<pcie::window> mmio, uint8_t bus_lo, uint8_t bus_hi,
+                 bool switch_below);
   const switch_params& params() const { return m_params; }
   const switch_stats& stats() const { return m_stats; }
 
@@ -90,6 +95,7 @@ class pcie_switch : public sc_core::sc_module, public transport::tlp_handler {
   pcie::route_table m_routes;
   uint64_t m_latency_ps;
   switch_stats m_stats;
+  transport::stream_log& m_log;
 };
 
 }  // namespace p2psim::pcie_switch

@@ -121,7 +121,7 @@ void fabric_system::build_switches() {
     // (docs/design.md, "Topology classes").
     p.acs_redirect = s.acs_redirect || translating(s.name);
     p.bdf = pcie::make_bdf(m_addr.switch_bus.at(s.name), 0, 0);
-    m_switches[s.name] = std::make_unique<pcie_switch::pcie_switch>(s.name.c_str(), p);
+    m_switches[s.name] = std::make_unique<pcie_switch::pcie_switch>(s.name.c_str(), p, m_log);
   }
 }
 
@@ -179,7 +179,8 @@ void fabric_system::build_links() {
       m_sockets[l.up]->set_root_port_route(index, {win(w.mmio)}, w.buses.secondary,
                                            w.buses.subordinate);
     else
-      m_switches[l.up]->set_route(index, {win(w.mmio)}, w.buses.secondary, w.buses.subordinate);
+      m_switches[l.up]->set_route(index, {win(w.mmio)}, w.buses.secondary, w.buses.subordinate,
+                                  down_is_switch);
     m_link_list.push_back({l.down, lk.get()});
     m_links.push_back(std::move(lk));
   }

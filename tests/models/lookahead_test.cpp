@@ -83,11 +83,12 @@ struct socket_rig {
 struct switch_rig {
   transport::tlp_pool pool;
   pcie::order_policy order;
+  transport::stream_log log;
   pcie_switch::pcie_switch sw;
   endpoint host, device;
   link::pcie_link up, down;
   switch_rig()
-      : sw("sw", pcie_switch::switch_params{{110, true, false, 0}, 1, 0}),
+      : sw("sw", pcie_switch::switch_params{{110, true, false, 0}, 1, 0}, log),
         host("host"),
         device("device"),
         up("up", link::pcie_link_params{}, order),

@@ -75,3 +75,34 @@ TEST_CASE("route table: empty windows and bus ranges claim nothing", "[pcie][rou
   CHECK(t.by_address(~0ull) == 2);
   CHECK(t.by_address(0xFFFF'FFFF'FFFE'FFFFull) == -1);
 }
+
+TEST_CASE("route table: a switch routes requests across, up, or refuses them", "[pcie][route]") {
+  route_table t = two_ports();  // port 1: a switch below (Upstream Forwarding); 3: an endpoint
+  port_route p1 = t.routes()[0], p3 = t.routes()[1];
+  p1.upstream_forwarding = true;
+  route_table s;
+  s.add(p1);
+  s.add(p3);
+  auto egress = [&](int in, uint64_t a, bool redirect) {
+    request_egress e = s.route_request(in, a, redirect);
+    return std::pair{e.port, e.redirected};
+  };
+  for (bool redirect : {false, true}) {
+    // From above: only what a downstream port claims.
+    CHECK(egress(0, 0x9000'0000, redirect) == std::pair{1, false});
+    CHECK(egress(0, 0xA000'0000, redirect) == std::pair{3, false});
+    CHECK(egress(0, 0x8000'0000, redirect) == std::pair{-1, false});
+    // From below, for nothing below the switch: up.
+    CHECK(egress(1, 0x8000'0000, redirect) == std::pair{0, false});
+    CHECK(egress(3, 0x8000'0000, redirect) == std::pair{0, false});
+    // Back down the port it came in at: a request a switch below redirected goes on up (ACS
+    // Upstream Forwarding); an endpoint addressing its own window is refused.
+    CHECK(egress(1, 0x9000'0000, redirect) == std::pair{0, false});
+    CHECK(egress(3, 0xA000'0000, redirect) == std::pair{-1, false});
+  }
+  // Peer to peer: across, or up to the root complex with ACS P2P Request Redirect.
+  CHECK(egress(1, 0xA000'0000, false) == std::pair{3, false});
+  CHECK(egress(3, 0x9000'0000, false) == std::pair{1, false});
+  CHECK(egress(1, 0xA000'0000, true) == std::pair{0, true});
+  CHECK(egress(3, 0x9000'0000, true) == std::pair{0, true});
+}
