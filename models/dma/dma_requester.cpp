@@ -149,16 +149,40 @@ uint32_t dma_requester::read_burst_tags() const {
   return std::max(1u, m_tags.size() / (m_reads_queue ? 2 : 8));
 }
 
-uint32_t dma_requester::burst_limit(const dma_job& j) const {
-  return posted(j) ? UINT32_MAX : std::min(m_tags.available(), read_burst_tags());
+// TLPs one burst of `j` stands for at most, as far as its own size and tags go.
+uint32_t dma_requester::nominal_burst_tlps(const active_job& j) const {
+  const uint32_t unit = posted(j.job) ? m_params.mps : m_params.mrrs;
+  const uint32_t tlps = std::max(1u, j.burst_bytes / unit);
+  return posted(j.job) ? tlps : std::min(tlps, read_burst_tags());
 }
 
-// Whether the tags for a whole read burst are free (or all the job still needs): a burst
+// Jobs take turns TLP by TLP, so while other jobs issue too a burst stands for no more TLPs
+// than theirs do: otherwise a job of large bursts would send all of them while another, of
+// small ones (a small job's bursts are small: it moves in at least 16), sends one TLP, where
+// TLP by TLP they alternate. Jobs of either class count: their TLPs alternate on the link.
+uint32_t dma_requester::turn_limit(const active_job& j) const {
+  uint32_t limit = UINT32_MAX;
+  for (const active_job& o : m_active) {
+    if (&o == &j || o.job.segments.empty() || o.split.done() || !o.burst_bytes ||
+        waits_for_earlier(o))
+      continue;
+    limit = std::min(limit, nominal_burst_tlps(o));
+  }
+  return limit;
+}
+
+uint32_t dma_requester::burst_limit(const active_job& j) const {
+  const uint32_t limit = turn_limit(j);
+  return posted(j.job) ? limit : std::min({m_tags.available(), read_burst_tags(), limit});
+}
+
+// Whether the tags for a whole read burst are free (or all the job still needs, or all its
+// turn may take): a burst
 // taken from the few tags that just came back would be small, and stay small.
 bool dma_requester::burst_tags_ready(const active_job& j) const {
   const uint32_t left =
       pcie::count_requests(j.split.address(), j.split.remaining(), j.split.max_bytes());
-  return m_tags.available() >= std::min(read_burst_tags(), left);
+  return m_tags.available() >= std::min({read_burst_tags(), left, turn_limit(j)});
 }
 
 transport::tlp_txn& dma_requester::make(const pcie::tlp_header& h, uint32_t stream, bool burst,
@@ -175,8 +199,7 @@ bool dma_requester::issue_one(active_job& j) {
   const dma_segment& seg = j.job.segments[j.segment];
   const bool burst = j.burst_bytes != 0;
   uint32_t tlps = 1;
-  pcie::chunk c =
-      burst ? j.split.next_burst(j.burst_bytes, burst_limit(j.job), tlps) : j.split.next();
+  pcie::chunk c = burst ? j.split.next_burst(j.burst_bytes, burst_limit(j), tlps) : j.split.next();
   uint64_t local = seg.local_offset + j.segment_done;
   j.segment_done += c.length;
 

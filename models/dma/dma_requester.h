@@ -140,8 +140,10 @@ class dma_requester {
   void completion_timeout();
   void advance_segment(active_job& j);
   bool waits_for_earlier(const active_job& j) const;
-  uint32_t read_burst_tags() const;              // tags a read burst takes
-  uint32_t burst_limit(const dma_job& j) const;  // TLPs the next burst may stand for
+  uint32_t read_burst_tags() const;                 // tags a read burst takes
+  uint32_t burst_limit(const active_job& j) const;  // TLPs the next burst may stand for
+  uint32_t nominal_burst_tlps(const active_job& j) const;
+  uint32_t turn_limit(const active_job& j) const;  // TLPs the other jobs' bursts stand for
   bool burst_tags_ready(const active_job& j) const;
   uint32_t burst_size(const dma_job& j) const;  // bytes per burst for this job
   transport::tlp_txn& make(const pcie::tlp_header& h, uint32_t stream, bool burst, uint32_t tlps,
