@@ -287,6 +287,12 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   // Ready, the serializer free, and still it did not go: the receiver had no room for it
   // (or for an older TLP it may not pass).
   counts.credit_stall = at > std::max(e.ready_ps, m_busy_until);
+  // Ready before the serializer freed, and what held it was another stream's far larger burst.
+  if (m.burst || m_last_tlps > 1)
+    if (at > e.ready_ps && m_last_stream != m.stream && m_last_tlps >= 4 * m.tlps)
+      ++m_held_behind_bursts;
+  m_last_stream = m.stream;
+  m_last_tlps = m.tlps;
   m_credits.consume(pcie::fc_class_of(h.type), credit_cost_of(gp));
   const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
   uint64_t per_tlp =

@@ -88,6 +88,9 @@ class link_channel : public sc_core::sc_module {
   const channel_timing& timing() const { return m_timing; }
   // What the receiver advertised (0: infinite).
   const pcie::credit_limits& receiver_credits() const { return m_receiver_credits; }
+  // Burst fidelity: how often a transmission of another stream waited for a burst of at least
+  // four times as many TLPs to finish here (TLP by TLP it would have waited for one TLP).
+  uint64_t held_behind_bursts() const { return m_held_behind_bursts; }
   const pcie::order_policy& order() const { return m_order; }  // its fabric's
   // Serialization time of one TLP on this channel, DLLP share excluded (for tests, reports).
   uint64_t serialization_ps(const pcie::tlp_header& h) const;
@@ -137,6 +140,9 @@ class link_channel : public sc_core::sc_module {
   double m_ps_per_wire_byte;  // SKIP ordered sets included
   pcie::credit_limits m_receiver_credits;
   pcie::credit_gate m_credits;
+  // The last transmission started: its stream, the TLPs it stands for, when it ends.
+  uint32_t m_last_stream = 0, m_last_tlps = 0;
+  uint64_t m_held_behind_bursts = 0;
   pcie::fifo<entry> m_queue[pcie::fc_class_count];
   uint64_t m_seq = 0;
   uint64_t m_busy_until = 0;

@@ -70,9 +70,18 @@ std::vector<std::string> burst_warnings(const fabric_system& sys, const topo::to
       if (x.down == l.name) spec = &x;
     if (!spec) continue;
     for (const auto& [channel, receiver] :
-         {std::pair{&l.link->downstream(), spec->down}, std::pair{&l.link->upstream(), spec->up}})
+         {std::pair{&l.link->downstream(), spec->down}, std::pair{&l.link->upstream(), spec->up}}) {
       if (auto w = credit_shortfall(*channel, receiver_latency_ps(t, receiver), bulk); !w.empty())
         out.push_back(fmt::format("link {}: toward {}: {}", l.name, receiver, w));
+      if (uint64_t n = channel->held_behind_bursts())
+        out.push_back(fmt::format(
+            "link {}: toward {}: {} times a transmission waited for a whole burst of another "
+            "stream at least four times its size, where TLP by TLP it would have waited for "
+            "one TLP: a small transfer beside a large one may look slower (docs/"
+            "architecture.md, \"Burst fidelity\", a burst is one unit in every queue): study "
+            "it with --fidelity tlp",
+            l.name, receiver, n));
+    }
   }
   // Reads limited by their tags (fewer bytes in flight than a round trip carries at the
   // link's rate): a read burst takes its requests' tags and frees them when, on average, they
