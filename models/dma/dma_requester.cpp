@@ -271,7 +271,9 @@ void dma_requester::issue() {
 
 void dma_requester::sent(tlm::tlm_generic_payload& gp) {
   --m_unsent[transport::hdr(gp).type == pcie::tlp_type::mwr ? 0 : 1];
-  m_log.started(transport::meta(gp).stream, transport::now_ps());
+  // A burst its link cut began to leave with its first piece.
+  const auto& m = transport::meta(gp);
+  m_log.started(m.stream, m.cut ? m.first_start_ps : transport::now_ps());
   issue();
 }
 

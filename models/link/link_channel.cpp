@@ -5,6 +5,7 @@
 
 #include "models/pcie/link_timing.h"
 #include "models/pcie/order_policy.h"
+#include "models/pcie/split.h"
 #include "models/transport/activity.h"
 #include "models/transport/pcie_port.h"
 #include "models/transport/sim_clock.h"
@@ -36,6 +37,7 @@ link_channel::link_channel(sc_module_name name, const channel_timing& timing,
 
 void link_channel::set_sender(const transport::pcie_port& sender) {
   m_sender = sender.owner_allows_start_ahead() ? &sender : nullptr;
+  m_requester_feed = !sender.owner_forwards_bursts();
 }
 
 uint64_t link_channel::serialization_ps(const pcie::tlp_header& h) const {
@@ -279,7 +281,64 @@ uint64_t link_channel::next_chance() {
   return t;
 }
 
+// TLP by TLP, an endpoint's requester hands its link a request when the one before it
+// starts, so each is younger than everything the link had queued by then, and the arbiter
+// (oldest first) sends a TLP queued in another class before it once that TLP is ready. A
+// burst of requests stands for such a run of TLPs: it goes up to the first of its TLPs that
+// a TLP queued in another class, ready and with its credits by then, would go before; the
+// rest waits, younger than what is queued now (start() queues it again). Without this a
+// requester's burst of N requests would take the link for N TLPs where its TLPs would have
+// taken turns with the other class one by one: a device's reads passed the completions its
+// completer had queued (gen-154: 26% more bandwidth than TLP fidelity).
+uint32_t link_channel::tlps_before_overtaken(const entry& e, uint64_t at) const {
+  const auto& h = transport::hdr(*e.gp);
+  const auto& m = transport::meta(*e.gp);
+  if (!m_requester_feed || m_order.choices || !m.burst || m.tlps < 2 || !m.unit) return 0;
+  if (h.type != pcie::tlp_type::mwr && h.type != pcie::tlp_type::mrd) return 0;
+  if (pcie::count_requests(h.address, h.length, m.unit) != m.tlps) return 0;
+  const int cls = int(pcie::fc_class_of(h.type));
+  uint64_t soonest = UINT64_MAX;
+  for (int c = 0; c < pcie::fc_class_count; ++c)
+    if (c != cls && !m_queue[c].empty() && may_start(*m_queue[c].front().gp))
+      soonest = std::min(soonest, m_queue[c].front().ready_ps);
+  if (soonest == UINT64_MAX) return 0;
+  // TLP j (from 0) starts j TLP times after `at`; the first after the other is ready waits.
+  const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
+  uint64_t per_tlp =
+      m_timing.pcie_framing ? pcie::wire_bytes(h) - payload : m_timing.packet_overhead;
+  if (m_timing.ecrc && m_timing.pcie_framing && !h.ecrc) per_tlp += 4;
+  const uint64_t ser =
+      std::max<uint64_t>(1, uint64_t((payload + per_tlp * m.tlps) * m_ps_per_wire_byte / m.tlps));
+  const uint64_t first_waiting =
+      soonest <= at ? 1 : std::max<uint64_t>(1, (soonest - at + ser - 1) / ser);
+  return first_waiting < m.tlps ? uint32_t(first_waiting) : 0;
+}
+
 void link_channel::start(entry e, uint64_t at, uint64_t now) {
+  // A burst cut short: its first TLPs go now, the rest (the original transaction, which its
+  // sender learns has left when its last TLP starts) is queued again.
+  tlm::tlm_generic_payload* rest = nullptr;
+  uint64_t rest_ready = 0;
+  if (const uint32_t k = tlps_before_overtaken(e, at)) {
+    transport::tlp_txn& orig = transport::txn(*e.gp);
+    const uint64_t address = orig.ext.hdr.address, end = address + orig.ext.hdr.length;
+    const uint32_t unit = orig.ext.meta.unit, n = orig.ext.meta.tlps;
+    const uint64_t cut = std::min(end, (address / unit + 1) * unit + uint64_t(k - 1) * unit);
+    const uint64_t lag = orig.ext.meta.lag_ps;
+    transport::tlp_txn& head =
+        transport::tlp_pool::of(orig).split_burst(orig, k, uint32_t(cut - address));
+    // The TLPs become ready evenly over the lag.
+    const uint64_t rest_lag = lag * k / (n - 1);
+    head.ext.meta.lag_ps = lag * (k - 1) / (n - 1);
+    orig.ext.meta.lag_ps = lag - rest_lag;
+    rest_ready = e.ready_ps + rest_lag;
+    if (!orig.ext.meta.cut) {
+      orig.ext.meta.cut = true;
+      orig.ext.meta.first_start_ps = at;
+    }
+    rest = &orig;
+    e.gp = &head;
+  }
   auto& gp = *e.gp;
   auto& h = transport::hdr(gp);
   const auto& m = transport::meta(gp);
@@ -338,10 +397,15 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   else
     count(m_stats, counts);
 
+  if (rest) {  // younger than everything queued now; its class's first still
+    auto& q = m_queue[int(pcie::fc_class_of(h.type))];
+    q.insert(q.begin(), {rest, std::max(rest_ready, m_busy_until), m_seq++});
+  }
   // The TLP's tail arrives when its own symbols are through (DLLPs follow it).
   tlm::tlm_phase fw = tlm::BEGIN_REQ;
   sc_time arrive = transport::ps(at - now + first_ser + m_timing.latency_ps);
   out->nb_transport_fw(gp, fw, arrive);
+  if (rest) return;  // the sender learns of the departure when the last piece starts
   tlm::tlm_phase bw = tlm::END_REQ;
   sc_time leaves = transport::ps(at - now);
   in->nb_transport_bw(gp, bw, leaves);

@@ -127,6 +127,9 @@ class link_channel : public sc_core::sc_module {
   slot pick_explored(uint64_t now, uint64_t& wake_at, pcie::choice_source& choices);
   // Sends `e`, starting at `at` (now, or later when scheduled ahead).
   void start(entry e, uint64_t at, uint64_t now);
+  // Burst fidelity: how many of burst `e`'s TLPs, starting at `at`, go before a TLP queued
+  // in another class would pass the rest of them (0: all of them go).
+  uint32_t tlps_before_overtaken(const entry& e, uint64_t at) const;
   bool start_ahead(uint64_t now);
   int oldest_class() const;  // of the oldest queued TLP (-1: none)
   uint64_t next_chance();
@@ -149,6 +152,9 @@ class link_channel : public sc_core::sc_module {
   uint64_t m_ack_bytes = 0, m_fc_bytes = 0;  // bytes sent since the last ACK / UpdateFC DLLP
   bool m_pumping = false;
   const transport::pcie_port* m_sender = nullptr;  // set when it allows starting ahead
+  // The sender is an endpoint: its requester hands over a request TLP when the one before
+  // it starts (set_sender).
+  bool m_requester_feed = false;
   // The sender promised to hand over no TLP ready before this when one started ahead on its
   // word; one that is would have gone first: a model error.
   uint64_t m_promised_ps = 0;

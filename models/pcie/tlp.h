@@ -98,6 +98,11 @@ struct tlp_meta {
   // or has arrived (at a receiver). Bursts move through the fabric pipelined, TLP by TLP
   // as it were: a forwarding component passes a burst on when its first TLP is in.
   uint64_t lag_ps = 0;
+  // Burst fidelity: a link sent a burst's first TLPs ahead of the rest (link_channel
+  // start()); its sender learns of the departure when the last ones start, but the burst
+  // began to leave at `first_start_ps`.
+  bool cut = false;
+  uint64_t first_start_ps = 0;
 };
 
 }  // namespace p2psim::pcie

@@ -51,6 +51,7 @@ class pcie_port : public sc_core::sc_module {
   int index() const { return m_index; }
   // What the link this port sends into asks its owner (lookahead.h).
   bool owner_allows_start_ahead() const { return m_owner.allows_start_ahead(); }
+  bool owner_forwards_bursts() const { return m_owner.forwards_bursts(); }
   bool owner_promises_ready_no_sooner_than(uint64_t t, promise_scope which) const {
     return m_owner.promises_ready_no_sooner_than(m_index, t, which);
   }

@@ -1,5 +1,7 @@
 #include "models/transport/tlp_txn.h"
 
+#include <algorithm>
+
 namespace p2psim::transport {
 
 void tlp_txn::carry(memory::chunk_run run) {
@@ -66,6 +68,31 @@ void tlp_pool::re_emit(tlp_txn& t, uint32_t tlps, uint32_t unit) {
   t.ext.meta.tlps = tlps;
   t.ext.meta.unit = unit;
   m_tlps += tlps;
+}
+
+tlp_txn& tlp_pool::split_burst(tlp_txn& t, uint32_t tlps, uint32_t bytes) {
+  pcie::tlp_header h = t.ext.hdr;
+  h.length = bytes;
+  const bool data = pcie::has_data(h.type);
+  tlp_txn& head = make(h, t.ext.meta.stream);
+  --m_tlps;  // the TLPs were counted when `t` was made
+  head.ext.meta.burst = true;
+  head.ext.meta.tlps = tlps;
+  head.ext.meta.unit = t.ext.meta.unit;
+  if (data) {
+    std::span<const uint8_t> all = t.payload();
+    std::copy(all.begin(), all.begin() + bytes, head.bytes.begin());
+    t.bytes.erase(t.bytes.begin(), t.bytes.begin() + bytes);
+  }
+  t.ext.hdr.address += bytes;
+  t.ext.hdr.length -= bytes;
+  t.ext.meta.tlps -= tlps;
+  const uint32_t n = data ? t.ext.hdr.length : 0;
+  t.set_address(t.ext.hdr.address);
+  t.set_data_ptr(t.bytes.data());
+  t.set_data_length(n);
+  t.set_streaming_width(n);
+  return head;
 }
 
 void tlp_pool::free(tlm::tlm_generic_payload* gp) {

@@ -116,6 +116,11 @@ class tlp_pool : public tlm::tlm_mm_interface {
   tlp_txn& make_burst(const pcie::tlp_header& h, uint32_t stream, uint32_t tlps, uint32_t unit);
   // A component re-emits burst `t` as `tlps` smaller TLPs (new TLPs, as when it cuts a TLP).
   void re_emit(tlp_txn& t, uint32_t tlps, uint32_t unit);
+  // Burst fidelity: cuts request burst `t` (a write or read request burst) after its first
+  // `tlps` TLPs, the first `bytes` of it: returns a new burst for those and leaves the rest
+  // in `t`. The TLPs are the same, so the run's TLP count does not change. A read's pieces
+  // keep its tag: their completions come back one after the other, in address order.
+  tlp_txn& split_burst(tlp_txn& t, uint32_t tlps, uint32_t bytes);
   uint64_t created() const { return m_serial; }  // transactions made so far
   uint64_t tlps() const { return m_tlps; }       // TLPs they stand for (the run's TLP count)
   ~tlp_pool() override;
