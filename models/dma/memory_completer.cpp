@@ -40,9 +40,15 @@ void memory_completer::read(transport::pcie_port& port, tlm::tlm_generic_payload
   if (const auto& m = transport::meta(gp); m.burst) {
     // The first request's data is read first and its completions leave then; the rest
     // follow at the data path's rate, and no sooner than their requests came in (lag_ps).
+    // The first and last requests are as long as the requester cut them (up to `unit`, at
+    // most the whole burst): one request of a few bytes is read in a few bytes' time.
+    const uint64_t end = base + h.length;
+    const uint64_t first_bytes = std::min<uint64_t>(end, (base / m.unit + 1) * m.unit) - base;
+    const uint64_t last_bytes = end - std::max<uint64_t>(base, (end - 1) / m.unit * m.unit);
     const uint64_t first =
-        std::min(done, done - m_path.time_for(h.length) + m_path.time_for(m.unit));
-    const uint64_t last = std::max(done, now + m.lag_ps + latency_ps() + m_path.time_for(m.unit));
+        std::min(done, done - m_path.time_for(h.length) + m_path.time_for(first_bytes));
+    const uint64_t last =
+        std::max(done, now + m.lag_ps + latency_ps() + m_path.time_for(last_bytes));
     send_completion_burst(port, transport::tlp_pool::of(gp), h, m, m_id, m_timing.cpl_bytes,
                           m_timing.rcb, transport::ps(first - now) + extra, last - first,
                           m_store.share(offset, h.length), fetch);

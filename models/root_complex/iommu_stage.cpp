@@ -42,22 +42,31 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
     // An AtomicOp writes, so it needs write permission. A burst stands for requests of one
     // I/O page (bursts never cross 4 KiB behind a translating IOMMU), each looked up as the
     // TLPs would be: without an IOTLB every one of them walks, one after another.
+    // The burst goes on as its first TLP would, once that one's walk is done, and its lag
+    // says when the last follows: after every walk, and its own if it walked, once it came
+    // in. (Held until all had walked, a burst of N TLPs would reach its target N-1 walks
+    // late: its first TLPs are what the next link could send meanwhile.)
     const bool write = h.type != pcie::tlp_type::mrd;
+    auto& m = transport::meta(gp);
     auto t = d->translate(h.address, write);
     uint32_t walks = t.iotlb_hit ? 0 : 1;
-    for (uint32_t k = 1; k < transport::meta(gp).tlps; ++k)
-      walks += !d->translate(h.address, write).iotlb_hit;
+    for (uint32_t k = 1; k < m.tlps; ++k) walks += !d->translate(h.address, write).iotlb_hit;
     if (walks) {
-      const uint64_t walk = walks * pcie::ns_to_ps(d->params().miss_latency_ns);
-      ready += walk;
-      m_walk_wait_ps += walk;
+      const uint64_t walk = pcie::ns_to_ps(d->params().miss_latency_ns);
+      const uint64_t start = ready;
+      const uint64_t last_walks = walks == m.tlps ? walk : 0;  // the last TLP walked too
+      ready = start + (t.iotlb_hit ? 0 : walk);
+      const uint64_t last = std::max(start + walks * walk, now + m.lag_ps + last_walks);
+      m.lag_ps = last - ready;
+      m_walk_wait_ps += walks * walk;
+      pq.busy_until_ps = last;  // in order: what comes next waits for the last walk
     }
     if (t.ok)
       h.address = t.address;  // on to the physical address; the payload is unchanged
     else
       blocked = true;
   }
-  pq.busy_until_ps = ready;
+  pq.busy_until_ps = std::max(pq.busy_until_ps, ready);
   if (pq.waiting.empty() && ready == now) {
     m_deliver(port, gp, blocked);
     return;

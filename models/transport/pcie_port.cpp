@@ -60,10 +60,14 @@ tlm::tlm_sync_enum pcie_port::rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase
     discard(gp);
     return tlm::TLM_ACCEPTED;
   }
-  if (auto& m = meta(gp); m.lag_ps && !m_owner.forwards_bursts()) {
+  if (auto& m = meta(gp);
+      m.lag_ps && !m_owner.forwards_bursts() && hdr(gp).type != pcie::tlp_type::mrd) {
     // An endpoint stores a burst once all of it is in. A requester takes a completion burst
     // halfway: its requests' completions come in evenly over the lag, so on average their
     // tags are free again then; the rest of the lag tells it when the last byte lands.
+    // A completer takes a burst of read requests as its first comes in, as a root complex
+    // does: it answers the first while the rest still arrive (lag_ps tells it when the last
+    // does), so a read's completions wait for no request but their own.
     const uint64_t wait = pcie::is_completion(hdr(gp).type) ? m.lag_ps / 2 : m.lag_ps;
     d += ps(wait);
     m.lag_ps -= wait;
