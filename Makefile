@@ -68,7 +68,8 @@ soak: build
 	pids=""; for j in $$(seq 0 $$(( $(JOBS) - 1 ))); do \
 	  ./$(BUILD)/tests/generated/generated_check --first $$(( $(SOAK_FIRST) + j * per )) \
 	    --count $$per --p2psim ./$(BUILD)/tools/p2psim/p2psim --platforms topologies/platforms \
-	    --dir $(BUILD)/soak/cases > $(BUILD)/soak/part-$$j.log & pids="$$pids $$!"; done; \
+	    --dir $(BUILD)/soak/cases --known tests/generated/known_findings.txt \
+	    > $(BUILD)/soak/part-$$j.log & pids="$$pids $$!"; done; \
 	fail=0; for p in $$pids; do wait $$p || fail=1; done; \
 	cat $(BUILD)/soak/part-*.log; \
 	echo "soak: $$(( per * $(JOBS) )) generated cases from seed $(SOAK_FIRST) in $$(( $$(date +%s) - start )) s"; \

@@ -72,6 +72,8 @@ void p2p_forwarder::forward_write(tlm::tlm_generic_payload& gp, int in, int out)
   }
   const uint64_t now = transport::now_ps();
   auto delay_for = [&](uint32_t bytes) {
+    // A burst (of the TLPs it stands for once re-emitted) through the cap goes on whole.
+    if (m_write_cap.limited() && transport::meta(gp).tlps > 1) ++m_capped_bursts;
     uint64_t ready = m_write_cap.limited() ? m_write_cap.serve(now, bytes) : now;
     return ready - now + m_latency_ps;
   };
@@ -175,6 +177,7 @@ void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* da
     std::memcpy(t.bytes.data(), bytes, n);
     uint64_t now = transport::now_ps();
     uint64_t ready = m_read_cap.limited() ? m_read_cap.serve(now, n) : now;
+    if (m_read_cap.limited() && count > 1) ++m_capped_bursts;
     m_ports.send(r.in, t, ready - now + m_latency_ps);
     r.next_deliver = a + n;
   };

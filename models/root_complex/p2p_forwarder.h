@@ -51,6 +51,9 @@ class p2p_forwarder {
   bool completion(tlm::tlm_generic_payload& gp, int in);
   const forwarding_spec& params() const { return m_params; }
   uint64_t refused_requests() const { return m_refused; }
+  // Burst fidelity: bursts of several TLPs that passed a bandwidth cap, each whole (the
+  // cap passes a burst on once all of it is through, not TLP by TLP).
+  uint64_t capped_bursts() const { return m_capped_bursts; }
 
  private:
   struct proxied_read {
@@ -96,6 +99,7 @@ class p2p_forwarder {
   std::vector<std::unique_ptr<proxied_read>> m_reads;
   uint32_t m_in_flight = 0;
   uint64_t m_refused = 0;
+  uint64_t m_capped_bursts = 0;
 };
 
 }  // namespace p2psim::root_complex

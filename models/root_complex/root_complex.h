@@ -88,6 +88,10 @@ class root_complex : public sc_core::sc_module,
   memory::backing_store& memory() { return m_memory; }
   const rc_params& params() const { return m_params; }
   const rc_stats& stats() const { return m_stats; }
+  // Burst fidelity: bursts that passed a P2P bandwidth cap whole (p2p_forwarder).
+  uint64_t capped_bursts() const {
+    return m_p2p.capped_bursts() + m_interconnect_p2p.capped_bursts();
+  }
 
   void receive(int port, tlm::tlm_generic_payload& gp) override;
   void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) override;

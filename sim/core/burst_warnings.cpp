@@ -83,6 +83,20 @@ std::vector<std::string> burst_warnings(const fabric_system& sys, const topo::to
             l.name, receiver, n));
     }
   }
+  // A root complex's P2P bandwidth cap passes a burst on once all of it is through, where TLP
+  // by TLP each piece goes on as it is: the root-port links of that socket carry them.
+  for (const auto& sock : t.sockets) {
+    const auto* rc = sys.find_socket(sock.name);
+    if (!rc || rc->capped_bursts() == 0) continue;
+    for (const auto& x : t.links)
+      if (x.up == sock.name)
+        out.push_back(fmt::format(
+            "link {}: toward {}: {} bursts passed a peer-to-peer bandwidth cap of {}'s root "
+            "complex whole, where TLP by TLP each piece goes on as it is through: peer traffic "
+            "through it may look slower (docs/architecture.md, \"Burst fidelity\"): study "
+            "it with --fidelity tlp",
+            x.down, sock.name, rc->capped_bursts(), sock.name));
+  }
   // Reads limited by their tags (fewer bytes in flight than a round trip carries at the
   // link's rate): a read burst takes its requests' tags and frees them when, on average, they
   // would have come back, which is not when each would.

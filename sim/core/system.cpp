@@ -260,4 +260,9 @@ root_complex::root_complex* fabric_system::find_socket(const std::string& n) {
   return it == m_sockets.end() ? nullptr : it->second.get();
 }
 
+const root_complex::root_complex* fabric_system::find_socket(const std::string& n) const {
+  auto it = m_sockets.find(n);
+  return it == m_sockets.end() ? nullptr : it->second.get();
+}
+
 }  // namespace p2psim::core

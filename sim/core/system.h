@@ -50,6 +50,7 @@ class fabric_system {
   // if it starts no DMA.
   dma::dma_initiator* find_initiator(const std::string& name);
   root_complex::root_complex* find_socket(const std::string& name);
+  const root_complex::root_complex* find_socket(const std::string& name) const;
   // The IOMMU domain a device's DMA goes through (its socket's `iommu`), so a driver can map
   // I/O virtual addresses for it; nullptr when that IOMMU is off.
   iommu::iommu_domain* iommu_for(const std::string& device);

@@ -240,7 +240,18 @@ path_bound machine_view::bound(const std::string& src, const std::string& dst, b
   };
   walk(up, near_payload);
   if (!memory) walk(down, far_payload);
-  if (!common.empty() && at(common).kind == "switch") each_way += at(common).latency_ns;
+  if (!common.empty() && at(common).kind == "switch") {
+    each_way += at(common).latency_ns;
+    // Sent up by ACS (or for the IOMMU), a peer request climbs from the switch where the
+    // paths meet to the root complex and comes back down the same links.
+    if (via_root) {
+      std::vector<std::string> above = chain(common);
+      const std::string meet = common;
+      common.clear();
+      walk(above, near_payload);
+      common = meet;
+    }
+  }
 
   const socket& to = m_sockets[size_t(d.socket)];
   // A root complex passes a request after its latency (a completion may go on at once).
