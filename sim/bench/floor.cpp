@@ -1,7 +1,5 @@
 #include "sim/bench/floor.h"
 
-#include <sys/resource.h>
-
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -13,6 +11,8 @@
 #include <tlm_utils/simple_target_socket.h>
 #include <systemc>
 #include <tlm>
+
+#include "sim/core/peak_rss.h"
 
 namespace p2psim::bench {
 
@@ -150,9 +150,7 @@ floor_figures run_floor(uint64_t transactions, uint64_t hops) {
   f.transactions = end.received;
   f.simulated_ns = uint64_t(sc_time_stamp().to_seconds() * 1e9 + 0.5);
   f.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  f.peak_rss_kib = uint64_t(ru.ru_maxrss);  // Linux: KiB
+  f.peak_rss_kib = core::peak_rss_kib();
   return f;
 }
 

@@ -2,8 +2,6 @@
 #include "sim/core/burst_warnings.h"
 #include "sim/core/watchdog.h"
 
-#include <sys/resource.h>
-
 #include <chrono>
 #include <map>
 #include <memory>
@@ -19,6 +17,7 @@
 #include "sim/config/error.h"
 #include "sim/core/byte_pattern.h"
 #include "sim/core/endpoints.h"
+#include "sim/core/peak_rss.h"
 #include "sim/core/program_runner.h"
 #include "sim/core/stats_dump.h"
 #include "sim/core/system.h"
@@ -379,9 +378,7 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
     r.hops += l.link->downstream().stats().tlps + l.link->upstream().stats().tlps;
   for (const auto& q : sys.interconnects())
     r.hops += q.link->a_to_b().stats().tlps + q.link->b_to_a().stats().tlps;
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  r.peak_rss_kib = uint64_t(ru.ru_maxrss);  // Linux: KiB
+  r.peak_rss_kib = peak_rss_kib();
   topo::fabric_graph g(t);
   for (auto& b : r.bandwidth) {
     if (t.find_device(b.src) && t.find_device(b.dst)) {
