@@ -225,17 +225,19 @@ path_bound machine_view::bound(const std::string& src, const std::string& dst, b
   }
 
   double each_way = 0, once = 0;  // a read's request and data both pay each_way
-  auto walk = [&](const std::vector<std::string>& c, uint64_t payload) {
+  // `data`: the path's data crosses these links (else only its requests do).
+  auto walk = [&](const std::vector<std::string>& c, uint64_t payload, bool data = true) {
     for (const auto& x : c) {
       if (x == common) break;
       const node& n = at(x);
       if (n.kind == "socket") break;
       uint64_t overhead = tlp_min_overhead + (n.ecrc ? 4 : 0);
-      limit(link_limit_gbps(n.gen, n.width, n.ack_limit, n.fc_limit, bytes, payload, overhead),
-            "link " + x);
+      if (data)
+        limit(link_limit_gbps(n.gen, n.width, n.ack_limit, n.fc_limit, bytes, payload, overhead),
+              "link " + x);
       b.links.push_back(x);
-      each_way += n.link_latency_ns;
-      if (n.kind == "switch") each_way += n.latency_ns;
+      double ns = n.link_latency_ns + (n.kind == "switch" ? n.latency_ns : 0);
+      (data ? each_way : once) += ns;
     }
   };
   walk(up, near_payload);
@@ -243,12 +245,14 @@ path_bound machine_view::bound(const std::string& src, const std::string& dst, b
   if (!common.empty() && at(common).kind == "switch") {
     each_way += at(common).latency_ns;
     // Sent up by ACS (or for the IOMMU), a peer request climbs from the switch where the
-    // paths meet to the root complex and comes back down the same links.
+    // paths meet to the root complex and comes back down the same links. Completions are
+    // routed by ID and turn at the switch (P2P Request Redirect redirects requests only), so
+    // a read's data does not climb.
     if (via_root) {
       std::vector<std::string> above = chain(common);
       const std::string meet = common;
       common.clear();
-      walk(above, near_payload);
+      walk(above, near_payload, write);
       common = meet;
     }
   }
@@ -258,7 +262,10 @@ path_bound machine_view::bound(const std::string& src, const std::string& dst, b
   if (via_root) once += from.p.rc_latency_ns;
   if (p2p_via_root && !other_socket) {
     once += from.p.p2p_latency_ns;
-    limit(write ? from.p.p2p_write_gbps : from.p.p2p_read_gbps, "root complex P2P cap");
+    // A redirected read's completions do not pass the root complex (above).
+    const bool redirected = at(common).kind == "switch";
+    if (write || !redirected)
+      limit(write ? from.p.p2p_write_gbps : from.p.p2p_read_gbps, "root complex P2P cap");
   }
   if (other_socket) {
     double fastest = 0, nearest = std::numeric_limits<double>::infinity();
