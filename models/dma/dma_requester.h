@@ -134,6 +134,8 @@ class dma_requester {
   };
   void store_completion(tlm::tlm_generic_payload& gp);
   void issue();
+  bool window_open() const;
+  void pop_front_job();
   bool issue_one(active_job& j);
   void finish_read(uint16_t tag);
   void arm_timeout(uint64_t at);
@@ -161,6 +163,7 @@ class dma_requester {
   // TLPs handed to the link and not started yet, posted and non-posted apart: a requester
   // keeps separate queues so a write can pass a read blocked on credits (PCIe ordering, Yes).
   int m_unsent[2] = {0, 0};
+  int m_jobs_of[2] = {0, 0};  // jobs in m_active, posted and non-posted apart
   bool m_issuing = false;
   // Burst fidelity: the shortest round trip of a read burst so far, and whether the last one
   // took twice that (reads queue behind each other: bandwidth, not tags, limits them).
