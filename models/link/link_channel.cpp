@@ -35,6 +35,11 @@ link_channel::link_channel(sc_module_name name, const channel_timing& timing,
   dont_initialize();
 }
 
+void link_channel::track_credit_demand(uint64_t receiver_hold_ps) {
+  m_demand.assign(pcie::fc_class_count,
+                  pcie::credit_demand(2 * m_timing.latency_ps + receiver_hold_ps));
+}
+
 void link_channel::set_sender(const transport::pcie_port& sender) {
   m_sender = sender.owner_allows_start_ahead() ? &sender : nullptr;
   m_requester_feed = !sender.owner_forwards_bursts();
@@ -392,6 +397,9 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   counts.wire_bytes = bytes;
   counts.dllps = dllps_due;
   counts.busy_ps = ser;
+  if (!m_demand.empty())
+    m_demand[size_t(pcie::fc_class_of(h.type))].sent(at, tlps_end - first_ser, m.tlps,
+                                                     credit_cost_of(gp).data, first_ser);
   if (at > now)
     m_started_ahead.push_back({at, counts});  // counted when it starts
   else

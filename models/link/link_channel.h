@@ -10,9 +10,11 @@
 #include <string>
 #include <systemc>
 #include <tlm>
+#include <vector>
 #include "models/pcie/fifo.h"
 #include "models/stats/stat.h"
 
+#include "models/pcie/credit_demand.h"
 #include "models/pcie/credits.h"
 #include "models/pcie/order_policy.h"
 #include "models/pcie/tlp.h"
@@ -91,6 +93,13 @@ class link_channel : public sc_core::sc_module {
   // Burst fidelity: how often a transmission of another stream waited for a burst of at least
   // four times as many TLPs to finish here (TLP by TLP it would have waited for one TLP).
   uint64_t held_behind_bursts() const { return m_held_behind_bursts; }
+  // Burst fidelity: measure the credits each class would have needed TLP by TLP
+  // (models/pcie/credit_demand.h), given how long the receiver holds a TLP before it frees
+  // its buffer. Off by default: TLP by TLP, credits hold TLPs back as they are.
+  void track_credit_demand(uint64_t receiver_hold_ps);
+  const pcie::credit_demand* credit_demand(pcie::fc_class c) const {
+    return m_demand.empty() ? nullptr : &m_demand[size_t(c)];
+  }
   const pcie::order_policy& order() const { return m_order; }  // its fabric's
   // Serialization time of one TLP on this channel, DLLP share excluded (for tests, reports).
   uint64_t serialization_ps(const pcie::tlp_header& h) const;
@@ -184,6 +193,7 @@ class link_channel : public sc_core::sc_module {
   sc_core::sc_event m_wake;
   void woken();
   channel_stats m_stats;
+  std::vector<pcie::credit_demand> m_demand;  // by class, when tracked
 };
 
 }  // namespace p2psim::link

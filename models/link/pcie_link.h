@@ -30,6 +30,13 @@ class pcie_link : public sc_core::sc_module {
   void connect(transport::pcie_port& upstream, transport::pcie_port& downstream);
   const link_channel& downstream() const { return *m_down; }  // toward the endpoint
   const link_channel& upstream() const { return *m_up; }      // toward the root complex
+  // Burst fidelity: each direction measures the credits its receiver would have had to
+  // advertise TLP by TLP (link_channel::track_credit_demand), given how long each end holds
+  // a TLP it receives.
+  void track_credit_demand(uint64_t down_hold_ps, uint64_t up_hold_ps) {
+    m_down->track_credit_demand(down_hold_ps);
+    m_up->track_credit_demand(up_hold_ps);
+  }
   const pcie_link_params& params() const { return m_params; }
   double raw_gbs() const;
   // Takes the link down for good (a fault step): both directions drop what they carry, and

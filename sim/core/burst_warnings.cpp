@@ -2,59 +2,48 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
+#include <algorithm>
 
-#include "models/pcie/time_units.h"
 #include "sim/core/system.h"
 #include "sim/topology/topology.h"
 
 namespace p2psim::core {
 namespace {
 
-// How long a receiver holds a TLP before it can free the buffer: a switch its latency, a root
-// port its root complex's (and, behind a translating IOMMU, a page walk, which holds the
-// buffer), an endpoint nothing (its data path drains at once, or is the limit).
-uint64_t receiver_latency_ps(const topo::topology& t, const std::string& node) {
-  if (const auto* s = t.find_switch(node)) return pcie::ns_to_ps(s->latency_ns);
-  if (const auto* s = t.find_socket(node)) {
-    double ns = s->platform.rc_latency_ns;
-    if (s->iommu.mode == iommu::iommu_mode::translating) ns += s->iommu.miss_latency_ns;
-    return pcie::ns_to_ps(ns);
-  }
-  return 0;
-}
-
-// Credits flow control needs to keep one direction of a link busy with bulk traffic: its
-// credit loop (a TLP's serialization, the way there, the receiver's hold, the UpdateFC's way
-// back) at line rate, in TLPs of `bulk_payload` bytes. TLP by TLP, a receiver that advertises
-// fewer holds the sender back; a burst starts while less than a burst is owed beyond them
-// (double buffering), so it is not held back alike.
-std::string credit_shortfall(const link::link_channel& c, uint64_t hold_ps, uint32_t bulk_payload) {
-  if (c.stats().tlps == 0) return "";
-  const double ps_per_byte = c.timing().ps_per_byte;
-  const double tlp_ps = double(bulk_payload + 24) * ps_per_byte;
-  const double loop_ps = tlp_ps + 2.0 * double(c.timing().latency_ps) + double(hold_ps);
-  // Whole TLPs: a TLP goes only when the receiver has room for all of it.
-  const auto headers = uint32_t(std::ceil(loop_ps / tlp_ps));
-  const auto data = headers * ((bulk_payload + 15) / 16);
+// TLP by TLP, a receiver that advertises fewer credits than a class had in flight over its
+// credit loop holds the sender back; a burst starts while less than a burst is owed beyond
+// them (double buffering), so it is not held back alike (models/pcie/credit_demand.h).
+std::string credit_shortfall(const link::link_channel& c) {
   const pcie::credit_limits& l = c.receiver_credits();
-  std::string why;
-  auto check = [&](const char* key, uint32_t have, uint32_t need) {
-    if (have && have < need)
-      why += fmt::format("{}{} {} (needs {})", why.empty() ? "" : ", ", key, have, need);
+  struct cls_keys {
+    pcie::fc_class cls;
+    const char *header_key, *data_key;
+    uint32_t header, data;
   };
-  check("ph", l.ph, headers);
-  check("pd", l.pd, data);
-  check("nph", l.nph, headers);
-  check("cplh", l.cplh, headers);
-  check("cpld", l.cpld, data);
+  const cls_keys classes[] = {{pcie::fc_class::posted, "ph", "pd", l.ph, l.pd},
+                              {pcie::fc_class::non_posted, "nph", "npd", l.nph, l.npd},
+                              {pcie::fc_class::completion, "cplh", "cpld", l.cplh, l.cpld}};
+  std::string why;
+  uint64_t loop_ps = 0;
+  auto check = [&](const char* key, uint32_t have, uint32_t need) {
+    if (!have || have >= need) return false;
+    why += fmt::format("{}{} {} (needs {})", why.empty() ? "" : ", ", key, have, need);
+    return true;
+  };
+  for (const auto& k : classes) {
+    const pcie::credit_demand* d = c.credit_demand(k.cls);
+    if (!d) return "";
+    const bool short_h = check(k.header_key, k.header, d->most().header);
+    const bool short_d = check(k.data_key, k.data, d->most().data);
+    if (short_h || short_d) loop_ps = std::max(loop_ps, d->longest_loop_ps());
+  }
   if (why.empty()) return "";
   return fmt::format(
-      "the receiver advertises {} credits, fewer than a credit loop of {:.0f} ns carries at "
-      "{:.2f} GB/s in {} B TLPs: TLP by TLP the sender waits for credits here, while bursts "
-      "are double-buffered and do not (docs/architecture.md, \"Burst fidelity\"): study this "
+      "the receiver advertises {} credits, fewer than were in flight over a credit loop of "
+      "{:.0f} ns in this run: TLP by TLP the sender waits for credits here, while bursts are "
+      "double-buffered and do not (docs/architecture.md, \"Burst fidelity\"): study this "
       "link with --fidelity tlp",
-      why, loop_ps / 1000, 1000.0 / ps_per_byte, bulk_payload);
+      why, loop_ps / 1000.0);
 }
 
 }  // namespace
@@ -62,8 +51,6 @@ std::string credit_shortfall(const link::link_channel& c, uint64_t hold_ps, uint
 std::vector<std::string> burst_warnings(const fabric_system& sys, const topo::topology& t,
                                         const nlohmann::json& stats) {
   std::vector<std::string> out;
-  uint32_t bulk = 0;  // the largest TLP payload the machine's devices send
-  for (const auto& d : t.devices) bulk = std::max(bulk, d.control.mps);
   for (const auto& l : sys.links()) {
     const topo::link_params* spec = nullptr;
     for (const auto& x : t.links)
@@ -71,7 +58,7 @@ std::vector<std::string> burst_warnings(const fabric_system& sys, const topo::to
     if (!spec) continue;
     for (const auto& [channel, receiver] :
          {std::pair{&l.link->downstream(), spec->down}, std::pair{&l.link->upstream(), spec->up}}) {
-      if (auto w = credit_shortfall(*channel, receiver_latency_ps(t, receiver), bulk); !w.empty())
+      if (auto w = credit_shortfall(*channel); !w.empty())
         out.push_back(fmt::format("link {}: toward {}: {}", l.name, receiver, w));
       if (uint64_t n = channel->held_behind_bursts())
         out.push_back(fmt::format(

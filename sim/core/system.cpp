@@ -10,6 +10,7 @@
 #include "models/gpu/gpu_device.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/address.h"
+#include "models/pcie/time_units.h"
 #include "models/pcie/window.h"
 #include "sim/config/error.h"
 #include "sim/config/units.h"
@@ -43,6 +44,19 @@ pcie::credit_limits receiver_credits(const pcie::credit_limits& c, bool infinite
 // Builds a model that backs `bytes` of memory. The backing store reserves its table of chunks
 // (8 bytes per 16 KiB) up front, so a memory larger than this machine can reserve that for is
 // an input too large to simulate, named at its key, not an internal error.
+// How long a receiver holds a TLP before it can free the buffer: a switch its latency, a root
+// port its root complex's (and, behind a translating IOMMU, a page walk, which holds the
+// buffer), an endpoint nothing (its data path drains at once, or is the limit).
+uint64_t receiver_hold_ps(const topo::topology& t, const std::string& node) {
+  if (const auto* s = t.find_switch(node)) return pcie::ns_to_ps(s->latency_ns);
+  if (const auto* s = t.find_socket(node)) {
+    double ns = s->platform.rc_latency_ns;
+    if (s->iommu.mode == iommu::iommu_mode::translating) ns += s->iommu.miss_latency_ns;
+    return pcie::ns_to_ps(ns);
+  }
+  return 0;
+}
+
 template <class F>
 auto backed(F&& make, const config::source_loc& where, const std::string& key, uint64_t bytes) {
   try {
@@ -173,6 +187,8 @@ void fabric_system::build_links() {
     std::string name = "link_" + l.down;
     auto lk = std::make_unique<link::pcie_link>(name.c_str(), p, m_order);
     lk->connect(upstream_port_for(l, index), downstream_port_for(l.down));
+    if (m_bursts)
+      lk->track_credit_demand(receiver_hold_ps(m_topo, l.down), receiver_hold_ps(m_topo, l.up));
 
     const auto& w = m_addr.ports.at(l.down);
     if (up_is_socket)
