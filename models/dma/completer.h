@@ -56,6 +56,10 @@ void send_completion_burst(transport::pcie_port& port, transport::tlp_pool& pool
   transport::tlp_txn& t = pool.make_burst(
       c, req_meta.stream,
       pcie::count_completions(req.address, req.length, req_meta.unit, cpl_bytes, rcb), cpl_bytes);
+  const pcie::end_tlps ends =
+      pcie::completion_ends(req.address, req.length, req_meta.unit, cpl_bytes, rcb);
+  t.ext.meta.first_bytes = ends.first;
+  t.ext.meta.last_bytes = ends.last;
   t.ext.meta.lag_ps = lag_ps;  // its last completion is ready this much after the first
   if (whole)                   // whole chunks of the completer's memory: carried, not copied
     t.carry(std::move(whole));

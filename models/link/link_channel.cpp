@@ -351,12 +351,6 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   // Ready, the serializer free, and still it did not go: the receiver had no room for it
   // (or for an older TLP it may not pass).
   counts.credit_stall = at > std::max(e.ready_ps, m_busy_until);
-  // Ready before the serializer freed, and what held it was another stream's far larger burst.
-  if (m.burst || m_last_tlps > 1)
-    if (at > e.ready_ps && m_last_stream != m.stream && m_last_tlps >= 4 * m.tlps)
-      ++m_held_behind_bursts;
-  m_last_stream = m.stream;
-  m_last_tlps = m.tlps;
   m_credits.consume(pcie::fc_class_of(h.type), credit_cost_of(gp));
   const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
   uint64_t per_tlp =
@@ -384,12 +378,22 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   // that TLP's share of the DLLPs (which follow it); and it cannot leave before it is ready
   // here (lag_ps after the first), so the burst may take longer than its symbols do. For a
   // TLP (one TLP, no lag) this is just its serialization time.
-  const uint64_t first_ser = mm.tlps > 1 ? tlp_ser / mm.tlps : tlp_ser;
+  // A burst's first and last TLPs are the size of the rest unless the transfer starts or
+  // ends unaligned: a 65 B read's completions are 64 B and 1 B, and taking each as 32.5 B
+  // let the first arrive early at every hop.
+  const uint64_t mean_ser = mm.tlps > 1 ? tlp_ser / mm.tlps : tlp_ser;
+  auto end_ser = [&](uint32_t bytes) {
+    if (mm.tlps < 2 || !payload || !bytes || uint64_t(bytes) * mm.tlps == payload) return mean_ser;
+    return uint64_t((bytes + per_tlp) * m_ps_per_wire_byte + 0.5);
+  };
+  const uint64_t first_ser = end_ser(mm.first_bytes), last_ser = end_ser(mm.last_bytes);
   const uint64_t last_dllps_ser = mm.tlps > 1 ? (ser - tlp_ser) / mm.tlps : ser - tlp_ser;
-  const uint64_t tlps_end = std::max(at + ser - last_dllps_ser, at + mm.lag_ps + first_ser);
+  const uint64_t tlps_end = std::max(at + ser - last_dllps_ser, at + mm.lag_ps + last_ser);
   // The last DLLPs follow the TLPs, or fill the gaps of a burst that trickles in.
   m_busy_until = std::max(at + ser, tlps_end);
+  m_holds.started(m.stream, m.tlps, e.ready_ps, at, tlps_end);
   mm.last_ser_ps = first_ser;
+  mm.tail_ser_ps = last_ser;
   mm.lag_ps = tlps_end - (at + first_ser);
   counts.tlps = m.tlps;
   counts.relaxed_ordering_tlps = h.attrs.relaxed_ordering ? m.tlps : 0;

@@ -14,6 +14,7 @@
 #include "models/pcie/fifo.h"
 #include "models/stats/stat.h"
 
+#include "models/link/burst_holds.h"
 #include "models/pcie/credit_demand.h"
 #include "models/pcie/credits.h"
 #include "models/pcie/order_policy.h"
@@ -92,7 +93,7 @@ class link_channel : public sc_core::sc_module {
   const pcie::credit_limits& receiver_credits() const { return m_receiver_credits; }
   // Burst fidelity: how often a transmission of another stream waited for a burst of at least
   // four times as many TLPs to finish here (TLP by TLP it would have waited for one TLP).
-  uint64_t held_behind_bursts() const { return m_held_behind_bursts; }
+  uint64_t held_behind_bursts() const { return m_holds.count(); }
   // Burst fidelity: measure the credits each class would have needed TLP by TLP
   // (models/pcie/credit_demand.h), given how long the receiver holds a TLP before it frees
   // its buffer. Off by default: TLP by TLP, credits hold TLPs back as they are.
@@ -152,9 +153,7 @@ class link_channel : public sc_core::sc_module {
   double m_ps_per_wire_byte;  // SKIP ordered sets included
   pcie::credit_limits m_receiver_credits;
   pcie::credit_gate m_credits;
-  // The last transmission started: its stream, the TLPs it stands for, when it ends.
-  uint32_t m_last_stream = 0, m_last_tlps = 0;
-  uint64_t m_held_behind_bursts = 0;
+  burst_holds m_holds;
   pcie::fifo<entry> m_queue[pcie::fc_class_count];
   uint64_t m_seq = 0;
   uint64_t m_busy_until = 0;

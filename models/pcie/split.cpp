@@ -61,6 +61,33 @@ uint32_t count_completions(uint64_t address, uint64_t length, uint32_t request_b
   return n;
 }
 
+end_tlps request_ends(uint64_t address, uint64_t length, uint32_t max_bytes) {
+  if (!length || !max_bytes) return {};
+  const uint64_t end = address + length;
+  const uint64_t last_start = std::max(address, (end - 1) / max_bytes * max_bytes);
+  return {uint32_t(std::min(end, next_boundary(address, max_bytes)) - address),
+          uint32_t(end - last_start)};
+}
+
+end_tlps completion_ends(uint64_t address, uint64_t length, uint32_t request_bytes,
+                         uint32_t max_bytes, uint32_t rcb) {
+  if (!length || !request_bytes || !max_bytes || !rcb) return {};
+  // Where the completion that starts at `a` of a request ending at `req_end` stops (as
+  // send_completions cuts them).
+  auto stop_of = [&](uint64_t a, uint64_t req_end) {
+    const uint64_t stop = std::min(req_end, (a + max_bytes) / rcb * rcb);
+    return stop > a ? stop : std::min(req_end, a + max_bytes);
+  };
+  const uint64_t end = address + length;
+  const end_tlps requests = request_ends(address, length, request_bytes);
+  end_tlps out;
+  out.first = uint32_t(stop_of(address, address + requests.first) - address);
+  uint64_t a = end - requests.last;  // the last request's completions: the last is wanted
+  for (uint64_t stop = stop_of(a, end); stop < end; stop = stop_of(a, end)) a = stop;
+  out.last = uint32_t(end - a);
+  return out;
+}
+
 std::vector<chunk> split_request(uint64_t address, uint64_t length, uint32_t max_bytes) {
   if (max_bytes == 0 || (max_bytes & (max_bytes - 1)) || max_bytes > page_4k)
     throw std::invalid_argument("split size must be a power of two up to 4096");

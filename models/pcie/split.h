@@ -31,6 +31,17 @@ uint32_t count_requests(uint64_t address, uint64_t length, uint32_t max_bytes);
 uint32_t count_completions(uint64_t address, uint64_t length, uint32_t request_bytes,
                            uint32_t max_bytes, uint32_t rcb);
 
+// Burst fidelity: the payloads of the first and the last of the TLPs a burst stands for
+// (a transfer's first TLP is short when it starts unaligned, its last when it ends so).
+struct end_tlps {
+  uint32_t first = 0, last = 0;
+};
+// Of split_request(address, length, max_bytes).
+end_tlps request_ends(uint64_t address, uint64_t length, uint32_t max_bytes);
+// Of the completions count_completions(address, length, request_bytes, max_bytes, rcb) counts.
+end_tlps completion_ends(uint64_t address, uint64_t length, uint32_t request_bytes,
+                         uint32_t max_bytes, uint32_t rcb);
+
 // Iterates split_request lazily (a 1 GiB DMA is 4 million TLPs: never build the list).
 class request_splitter {
  public:

@@ -88,12 +88,18 @@ struct tlp_meta {
   uint64_t serial = 0;       // creation order, unique per run
   uint32_t stream = 0;       // which DMA stream it belongs to (for statistics)
   uint64_t last_ser_ps = 0;  // serialization time on the last link (cut-through switches)
+  // Burst fidelity: that of the burst's last TLP there (its first TLP's is last_ser_ps).
+  uint64_t tail_ser_ps = 0;
   // Burst fidelity: this transaction stands for `tlps` back-to-back TLPs of one kind whose
   // payloads add up to the header's length; a request burst's TLPs are at most `unit` bytes
   // each (MPS, MRRS or a root complex's re-emit size), its read completions answer each one.
   bool burst = false;
   uint32_t tlps = 1;
   uint32_t unit = 0;
+  // Burst fidelity: the payloads of its first and last TLPs (they differ from the rest where
+  // the transfer starts or ends unaligned): a link times the first TLP's arrival and the
+  // last's end by them. 0 in a burst without data.
+  uint32_t first_bytes = 0, last_bytes = 0;
   // Burst fidelity: how long after its first TLP the burst's last one is ready (at a sender)
   // or has arrived (at a receiver). Bursts move through the fabric pipelined, TLP by TLP
   // as it were: a forwarding component passes a burst on when its first TLP is in.

@@ -164,32 +164,36 @@ uint64_t p2p_forwarder::next_stop(const proxied_read& r, uint32_t& requests) con
 }
 
 void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* data, uint32_t len,
-                            uint32_t tlps, uint64_t lag_ps) {
-  auto emit = [&](uint64_t a, const uint8_t* bytes, uint32_t n, uint32_t count, uint64_t lag) {
+                            const completion_shape& shape) {
+  auto emit = [&](uint64_t a, const uint8_t* bytes, uint32_t n, const completion_shape& in) {
     pcie::tlp_header c = pcie::completion_for(r.orig, m_ports.own_id());
     c.address = a;
     c.length = n;
     c.byte_count = uint32_t(r.end - a);
     c.lower_address = uint8_t(a & 0x7f);
     transport::tlp_txn& t =
-        r.burst_unit ? m_pool.make_burst(c, r.stream, count, n) : m_pool.make(c, r.stream);
-    t.ext.meta.lag_ps = lag;  // a burst passes on as it came in
+        r.burst_unit ? m_pool.make_burst(c, r.stream, in.tlps, n) : m_pool.make(c, r.stream);
+    if (r.burst_unit) {  // a burst passes on as it came in
+      t.ext.meta.lag_ps = in.lag_ps;
+      t.ext.meta.first_bytes = in.first_bytes;
+      t.ext.meta.last_bytes = in.last_bytes;
+    }
     std::memcpy(t.bytes.data(), bytes, n);
     uint64_t now = transport::now_ps();
     uint64_t ready = m_read_cap.limited() ? m_read_cap.serve(now, n) : now;
-    if (m_read_cap.limited() && count > 1) ++m_capped_bursts;
+    if (m_read_cap.limited() && in.tlps > 1) ++m_capped_bursts;
     m_ports.send(r.in, t, ready - now + m_latency_ps);
     r.next_deliver = a + n;
   };
   if (address != r.next_deliver) {
-    r.early[address] = {std::vector<uint8_t>(data, data + len), tlps, lag_ps};
+    r.early[address] = {std::vector<uint8_t>(data, data + len), shape};
     return;
   }
-  emit(address, data, len, tlps, lag_ps);
+  emit(address, data, len, shape);
   for (auto it = r.early.find(r.next_deliver); it != r.early.end();
        it = r.early.find(r.next_deliver)) {
     const auto& e = it->second;
-    emit(it->first, e.bytes.data(), uint32_t(e.bytes.size()), e.tlps, e.lag_ps);
+    emit(it->first, e.bytes.data(), uint32_t(e.bytes.size()), e.shape);
     r.early.erase(it);
   }
 }
@@ -216,8 +220,9 @@ bool p2p_forwarder::completion(tlm::tlm_generic_payload& gp, int in) {
     }
     s.remaining = 0;
   } else {
-    deliver(*r, h.address, transport::txn(gp).payload().data(), h.length, transport::meta(gp).tlps,
-            transport::meta(gp).lag_ps);
+    const auto& m = transport::meta(gp);
+    deliver(*r, h.address, transport::txn(gp).payload().data(), h.length,
+            {m.tlps, m.lag_ps, m.first_bytes, m.last_bytes});
     s.remaining -= std::min(s.remaining, h.length);
   }
   m_ports.free_buffer(in, gp);

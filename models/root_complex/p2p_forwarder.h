@@ -56,6 +56,12 @@ class p2p_forwarder {
   uint64_t capped_bursts() const { return m_capped_bursts; }
 
  private:
+  // Burst fidelity: what a completion burst passed on keeps of the one that came in.
+  struct completion_shape {
+    uint32_t tlps = 1;                         // completions it stands for
+    uint64_t lag_ps = 0;                       // how long after the first the last came in
+    uint32_t first_bytes = 0, last_bytes = 0;  // the first's and the last's payloads
+  };
   struct proxied_read {
     pcie::tlp_header orig;
     tlm::tlm_generic_payload* orig_gp;
@@ -65,8 +71,7 @@ class p2p_forwarder {
     uint32_t burst_unit = 0;  // burst fidelity: the original burst's request size; 0: a TLP
     struct early_data {
       std::vector<uint8_t> bytes;
-      uint32_t tlps;    // completions it stands for (burst fidelity)
-      uint64_t lag_ps;  // and how long after the first the last came in
+      completion_shape shape;
     };
     std::map<uint64_t, early_data> early;  // data that overtook earlier data
     bool failed = false;
@@ -81,8 +86,8 @@ class p2p_forwarder {
   void forward_write(tlm::tlm_generic_payload& gp, int in, int out);
   bool proxies_reads() const;
   void issue_reads();
-  void deliver(proxied_read& r, uint64_t address, const uint8_t* data, uint32_t len, uint32_t tlps,
-               uint64_t lag_ps);
+  void deliver(proxied_read& r, uint64_t address, const uint8_t* data, uint32_t len,
+               const completion_shape& shape);
   // The next sub-read of `r`: where it stops and how many requests it stands for.
   uint64_t next_stop(const proxied_read& r, uint32_t& requests) const;
   void finish_if_done(proxied_read* r);

@@ -67,7 +67,14 @@ void pcie_switch::receive(int in, tlm::tlm_generic_payload& gp) {
   const int c = int(pcie::fc_class_of(h.type));
   count_departures(in, c);
   occ.max[c] = std::max(occ.max[c], ++occ.now[c]);
-  m_ports[out]->send(gp, transport::ps(forwarding_wait(transport::meta(gp).last_ser_ps)));
+  auto& m = transport::meta(gp);
+  const uint64_t wait = forwarding_wait(m.last_ser_ps);
+  // A burst goes on `wait` after its first TLP's tail came in, and its last TLP the
+  // forwarding wait of its own size after its tail: its lag from here is that much longer
+  // (or shorter) where the two TLPs differ in size.
+  if (m.burst && m.tlps > 1 && m.tail_ser_ps)
+    m.lag_ps = m.lag_ps + forwarding_wait(m.tail_ser_ps) - wait;
+  m_ports[out]->send(gp, transport::ps(wait));
 }
 
 // Cut-through: the egress may start `latency` after the header came in, i.e. the

@@ -1,5 +1,7 @@
 #include "models/transport/tlp_txn.h"
 
+#include "models/pcie/split.h"
+
 #include <algorithm>
 
 namespace p2psim::transport {
@@ -60,13 +62,26 @@ tlp_txn& tlp_pool::make_burst(const pcie::tlp_header& h, uint32_t stream, uint32
   t.ext.meta.burst = true;
   t.ext.meta.tlps = tlps;
   t.ext.meta.unit = unit;
+  set_request_ends(t);
   m_tlps += tlps - 1;
   return t;
+}
+
+// A request burst's TLPs are cut at multiples of its unit; a completion burst's maker sets
+// its own (pcie::completion_ends).
+void tlp_pool::set_request_ends(tlp_txn& t) {
+  auto& m = t.ext.meta;
+  const auto& h = t.ext.hdr;
+  const pcie::end_tlps e =
+      pcie::has_data(h.type) ? pcie::request_ends(h.address, h.length, m.unit) : pcie::end_tlps{};
+  m.first_bytes = e.first;
+  m.last_bytes = e.last;
 }
 
 void tlp_pool::re_emit(tlp_txn& t, uint32_t tlps, uint32_t unit) {
   t.ext.meta.tlps = tlps;
   t.ext.meta.unit = unit;
+  set_request_ends(t);
   m_tlps += tlps;
 }
 
@@ -92,6 +107,8 @@ tlp_txn& tlp_pool::split_burst(tlp_txn& t, uint32_t tlps, uint32_t bytes) {
   t.set_data_ptr(t.bytes.data());
   t.set_data_length(n);
   t.set_streaming_width(n);
+  set_request_ends(head);
+  set_request_ends(t);
   return head;
 }
 

@@ -122,7 +122,9 @@ class tlp_pool : public tlm::tlm_mm_interface {
   // keep its tag: their completions come back one after the other, in address order.
   tlp_txn& split_burst(tlp_txn& t, uint32_t tlps, uint32_t bytes);
   uint64_t created() const { return m_serial; }  // transactions made so far
-  uint64_t tlps() const { return m_tlps; }       // TLPs they stand for (the run's TLP count)
+  // Sets a request burst's first_bytes and last_bytes from its header and unit.
+  static void set_request_ends(tlp_txn& t);
+  uint64_t tlps() const { return m_tlps; }  // TLPs they stand for (the run's TLP count)
   ~tlp_pool() override;
 
  private:

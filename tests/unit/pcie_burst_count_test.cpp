@@ -43,3 +43,35 @@ TEST_CASE("burst counts: next_burst stops at the boundary and the TLP limit", "[
   while (!s.done()) total += s.next_burst(65536, 1000, tlps).length;
   CHECK(total == 3 * 65536);
 }
+
+TEST_CASE("burst ends: first and last requests equal split_request's", "[pcie][burst]") {
+  for (uint32_t max : {64u, 128u, 256u, 512u, 4096u})
+    for (uint64_t addr : {0ull, 4ull, 60ull, 4092ull, 0x10000ull - 8, 0x123456ull})
+      for (uint64_t len : {1ull, 63ull, 64ull, 65ull, 256ull, 4097ull, 65536ull, 100000ull}) {
+        const auto tlps = split_request(addr, len, max);
+        const end_tlps e = request_ends(addr, len, max);
+        INFO("max " << max << " address " << addr << " length " << len);
+        CHECK(e.first == tlps.front().length);
+        CHECK(e.last == tlps.back().length);
+      }
+}
+
+TEST_CASE("burst ends: first and last completions equal split_completion's", "[pcie][burst]") {
+  for (uint32_t mrrs : {128u, 512u, 4096u})
+    for (uint32_t cpl : {64u, 128u, 256u})
+      for (uint32_t rcb : {64u, 128u}) {
+        if (cpl < rcb) continue;
+        for (uint64_t addr : {0ull, 8ull, 100ull, 4000ull, 0x10000ull - 1})
+          for (uint64_t len : {1ull, 4ull, 65ull, 512ull, 5000ull, 65536ull}) {
+            std::vector<chunk> cpls;
+            for (const chunk& r : split_request(addr, len, mrrs))
+              for (const chunk& c : split_completion(r.address, r.length, cpl, rcb))
+                cpls.push_back(c);
+            const end_tlps e = completion_ends(addr, len, mrrs, cpl, rcb);
+            INFO("mrrs " << mrrs << " cpl " << cpl << " rcb " << rcb << " address " << addr
+                         << " length " << len);
+            CHECK(e.first == cpls.front().length);
+            CHECK(e.last == cpls.back().length);
+          }
+      }
+}

@@ -1,0 +1,47 @@
+// Burst fidelity: how often a transmission waited for a burst of another stream at least four
+// times its size, where TLP by TLP it would have waited for one TLP of it (docs/
+// architecture.md, "Burst fidelity", a burst is one unit in every queue). Plain C++: a link
+// direction tells it of every transmission it starts.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace p2psim::link {
+
+class burst_holds {
+ public:
+  // A transmission of `tlps` TLPs of `stream`, ready at `ready_ps`, started at `start_ps`;
+  // its TLPs are through at `end_ps`.
+  void started(uint32_t stream, uint32_t tlps, uint64_t ready_ps, uint64_t start_ps,
+               uint64_t end_ps) {
+    if (tlps > 1) m_bursts = true;
+    if (m_bursts && start_ps > ready_ps && held(stream, tlps, ready_ps)) ++m_held;
+    m_recent[m_next] = {start_ps, end_ps, stream, tlps};
+    m_next = (m_next + 1) % m_recent.size();
+  }
+  uint64_t count() const { return m_held; }
+
+ private:
+  struct transmission {
+    uint64_t start_ps = 0, end_ps = 0;
+    uint32_t stream = 0, tlps = 0;
+  };
+  // What held it: the transmission just before it, or the one on the wire when it became
+  // ready (a burst cut short to let it pass leaves a piece of one TLP just before it, but the
+  // rest of the burst it was ready during held it all the same).
+  bool held(uint32_t stream, uint32_t tlps, uint64_t ready_ps) const {
+    const transmission& last = m_recent[(m_next + m_recent.size() - 1) % m_recent.size()];
+    auto larger = [&](const transmission& t) { return t.stream != stream && t.tlps >= 4 * tlps; };
+    if (larger(last)) return true;
+    for (const transmission& t : m_recent)
+      if (t.start_ps <= ready_ps && ready_ps < t.end_ps && larger(t)) return true;
+    return false;
+  }
+  std::array<transmission, 4> m_recent{};
+  size_t m_next = 0;
+  bool m_bursts = false;  // none before the first burst: TLP by TLP there is nothing to count
+  uint64_t m_held = 0;
+};
+
+}  // namespace p2psim::link

@@ -1,0 +1,42 @@
+// Burst fidelity's count of transmissions held behind another stream's far larger burst
+// (models/link/burst_holds.h; docs/architecture.md, "Burst fidelity").
+#include <catch2/catch.hpp>
+
+#include "models/link/burst_holds.h"
+
+using p2psim::link::burst_holds;
+
+TEST_CASE("burst holds: TLP by TLP nothing is counted", "[link][burst]") {
+  burst_holds h;
+  h.started(1, 1, 0, 0, 100);
+  h.started(2, 1, 50, 100, 200);  // waited for stream 1's TLP: as it would TLP by TLP
+  CHECK(h.count() == 0);
+}
+
+TEST_CASE("burst holds: waiting for a burst four times as large counts", "[link][burst]") {
+  burst_holds h;
+  h.started(1, 8, 0, 0, 800);
+  h.started(2, 1, 50, 800, 900);  // ready during stream 1's 8-TLP burst
+  CHECK(h.count() == 1);
+  h.started(1, 8, 0, 900, 1700);
+  h.started(1, 1, 1000, 1700, 1800);  // its own stream's burst: not counted
+  CHECK(h.count() == 1);
+  h.started(3, 2, 1750, 1800, 2000);  // a burst of 2 behind one TLP: not held by a larger one
+  CHECK(h.count() == 1);
+}
+
+TEST_CASE("burst holds: the burst on the wire when it became ready counts after a cut piece",
+          "[link][burst]") {
+  // Stream 1's 8-TLP burst is on the wire when stream 2's TLP becomes ready; the link then
+  // cuts stream 1's next burst after one TLP to let it pass. Just before it went a piece of
+  // one TLP, but the whole burst held it.
+  burst_holds h;
+  h.started(1, 8, 0, 0, 800);
+  h.started(1, 1, 0, 800, 900);
+  h.started(2, 1, 77, 900, 1000);
+  CHECK(h.count() == 1);
+  // Ready only after that burst: held by one TLP, as TLP by TLP.
+  h.started(1, 1, 0, 1000, 1100);
+  h.started(2, 1, 1050, 1100, 1200);
+  CHECK(h.count() == 1);
+}
