@@ -29,8 +29,7 @@ void send_completions(transport::pcie_port& port, transport::tlp_pool& pool,
   pcie::tlp_header c = pcie::completion_for(req, completer_id);
   uint64_t a = req.address, end = req.address + req.length;
   while (a < end) {
-    uint64_t stop = std::min<uint64_t>(end, (a + cpl_bytes) / rcb * rcb);
-    if (stop <= a) stop = std::min<uint64_t>(end, a + cpl_bytes);
+    const uint64_t stop = pcie::completion_stop(a, end, cpl_bytes, rcb);
     c.address = a;
     c.length = uint32_t(stop - a);
     c.byte_count = remaining;

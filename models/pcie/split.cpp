@@ -53,10 +53,8 @@ uint32_t count_completions(uint64_t address, uint64_t length, uint32_t request_b
   request_splitter requests(address, length, request_bytes);
   while (!requests.done()) {
     chunk r = requests.next();
-    for (uint64_t a = r.address, end = r.address + r.length; a < end; ++n) {
-      uint64_t stop = std::min(end, (a + max_bytes) / rcb * rcb);
-      a = stop > a ? stop : std::min(end, a + max_bytes);  // as send_completions cuts them
-    }
+    for (uint64_t a = r.address, end = r.address + r.length; a < end; ++n)
+      a = completion_stop(a, end, max_bytes, rcb);
   }
   return n;
 }
@@ -72,18 +70,15 @@ end_tlps request_ends(uint64_t address, uint64_t length, uint32_t max_bytes) {
 end_tlps completion_ends(uint64_t address, uint64_t length, uint32_t request_bytes,
                          uint32_t max_bytes, uint32_t rcb) {
   if (!length || !request_bytes || !max_bytes || !rcb) return {};
-  // Where the completion that starts at `a` of a request ending at `req_end` stops (as
-  // send_completions cuts them).
-  auto stop_of = [&](uint64_t a, uint64_t req_end) {
-    const uint64_t stop = std::min(req_end, (a + max_bytes) / rcb * rcb);
-    return stop > a ? stop : std::min(req_end, a + max_bytes);
-  };
   const uint64_t end = address + length;
   const end_tlps requests = request_ends(address, length, request_bytes);
   end_tlps out;
-  out.first = uint32_t(stop_of(address, address + requests.first) - address);
+  out.first =
+      uint32_t(completion_stop(address, address + requests.first, max_bytes, rcb) - address);
   uint64_t a = end - requests.last;  // the last request's completions: the last is wanted
-  for (uint64_t stop = stop_of(a, end); stop < end; stop = stop_of(a, end)) a = stop;
+  for (uint64_t stop = completion_stop(a, end, max_bytes, rcb); stop < end;
+       stop = completion_stop(a, end, max_bytes, rcb))
+    a = stop;
   out.last = uint32_t(end - a);
   return out;
 }
@@ -105,9 +100,7 @@ std::vector<chunk> split_completion(uint64_t address, uint32_t length, uint32_t 
   std::vector<chunk> out;
   uint64_t a = address, end = address + length;
   while (a < end) {
-    // Stop at the last RCB boundary within max_bytes: the first completion of an unaligned
-    // read is short, the rest end RCB-aligned (max_bytes >= rcb, so progress is guaranteed).
-    uint64_t stop = std::min(end, (a + max_bytes) / rcb * rcb);
+    const uint64_t stop = completion_stop(a, end, max_bytes, rcb);
     out.push_back({a, uint32_t(stop - a)});
     a = stop;
   }

@@ -19,6 +19,15 @@ struct chunk {
 // The first chunk ends at the next boundary, so later chunks are aligned (what DMA engines do).
 std::vector<chunk> split_request(uint64_t address, uint64_t length, uint32_t max_bytes);
 
+// Where the completion that starts at `address` of a read request's data ending at `end`
+// stops: at the last RCB boundary within `max_bytes`, so the first completion of an
+// unaligned read is short and the rest end RCB-aligned (or `max_bytes` on, if no boundary is).
+inline uint64_t completion_stop(uint64_t address, uint64_t end, uint32_t max_bytes, uint32_t rcb) {
+  const uint64_t at_boundary = (address + max_bytes) / rcb * rcb;
+  const uint64_t stop = at_boundary > address ? at_boundary : address + max_bytes;
+  return stop < end ? stop : end;
+}
+
 // Cuts one read request's data into completions of at most `max_bytes` (MPS, or the
 // completer's preferred size), each ending on an RCB-aligned address except the last.
 std::vector<chunk> split_completion(uint64_t address, uint32_t length, uint32_t max_bytes,

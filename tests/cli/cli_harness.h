@@ -17,6 +17,14 @@ struct cli_result {
   std::string out, err;
 };
 
+// A file's whole contents, byte for byte ("" if it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
 // With `timeout_seconds`, timeout(1) ends the command after that long (exit code 124), so a
 // hang fails the test instead of blocking the whole suite.
 inline cli_result run_cli(const std::string& args, int timeout_seconds = 0) {
@@ -33,10 +41,7 @@ inline cli_result run_cli(const std::string& args, int timeout_seconds = 0) {
   while ((got = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), got);
   int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream f(std::string(P2PSIM_BUILD_DIR) + "/" + err_file);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.err = ss.str();
+  r.err = read_text(std::string(P2PSIM_BUILD_DIR) + "/" + err_file);
   std::remove((std::string(P2PSIM_BUILD_DIR) + "/" + err_file).c_str());
   return r;
 }

@@ -58,10 +58,7 @@ TEST_CASE("determinism: litmus seeds explore allowed orders only", "[cli][determ
                      std::to_string(seed) + " --junit " + file);
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);  // every outcome observed is one the rules allow
-    std::ifstream f(file);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    std::string s = ss.str();
+    std::string s = p2psim::test::read_text(file);
     for (size_t at = s.find("time=\""); at != std::string::npos; at = s.find("time=\"", at + 1))
       s.erase(at + 6, s.find('"', at + 6) - (at + 6));  // wall times: the machine's
     return s;

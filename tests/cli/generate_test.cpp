@@ -2,23 +2,11 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "cli_harness.h"
 
+using p2psim::test::read_text;
 using p2psim::test::run_cli;
-
-namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-}  // namespace
 
 TEST_CASE("generate: a seed writes the same loadable machine and workload every time",
           "[cli][generate]") {
@@ -31,9 +19,9 @@ TEST_CASE("generate: a seed writes the same loadable machine and workload every 
   CHECK(r.out.find("gen-7:") != std::string::npos);
   CHECK(r.out.find("gen-9:") != std::string::npos);
   REQUIRE(run_cli("generate --seed 8 -o " + b).exit_code == 0);
-  CHECK(slurp(a + "/gen-8.yaml") == slurp(b + "/gen-8.yaml"));
-  CHECK(slurp(a + "/gen-8.topology.yaml") == slurp(b + "/gen-8.topology.yaml"));
-  CHECK(slurp(a + "/gen-7.topology.yaml") != slurp(a + "/gen-8.topology.yaml"));
+  CHECK(read_text(a + "/gen-8.yaml") == read_text(b + "/gen-8.yaml"));
+  CHECK(read_text(a + "/gen-8.topology.yaml") == read_text(b + "/gen-8.topology.yaml"));
+  CHECK(read_text(a + "/gen-7.topology.yaml") != read_text(a + "/gen-8.topology.yaml"));
   for (const char* seed : {"7", "8", "9"}) {
     auto run = run_cli("run " + a + "/gen-" + seed + ".yaml --fidelity burst", 120);
     INFO(run.out << run.err);

@@ -3,23 +3,12 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "cli_harness.h"
 
 using Catch::Matchers::Contains;
+using p2psim::test::read_text;
 using p2psim::test::run_cli;
-
-namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
 
 TEST_CASE("params: lists every setting and every statistic", "[cli][params]") {
   auto r = run_cli("params");
@@ -34,13 +23,13 @@ TEST_CASE("params: the tables in docs/ are the declarations", "[cli][params]") {
   // --update-docs on a copy of each page must change nothing.
   for (const char* page : {"docs/formats-topology.md", "docs/formats-scenario.md"}) {
     INFO(page << ": regenerate with p2psim params --update-docs " << page);
-    const std::string original = read_file(std::string(P2PSIM_SOURCE_DIR) + "/" + page);
+    const std::string original = read_text(std::string(P2PSIM_SOURCE_DIR) + "/" + page);
     const std::string copy = std::string(P2PSIM_BUILD_DIR) + "/params_test_" +
                              std::filesystem::path(page).filename().string();
     std::ofstream(copy, std::ios::binary) << original;
     auto r = run_cli("params --update-docs " + copy);
     CHECK(r.exit_code == 0);
-    CHECK(read_file(copy) == original);
+    CHECK(read_text(copy) == original);
     std::filesystem::remove(copy);
   }
 }

@@ -3,12 +3,11 @@
 // finish, the Slurm job array run task by task collects into the same CSV, and the CSV plots.
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <fstream>
 #include <pugixml.hpp>
-#include <sstream>
 
 #include "tests/cli/cli_harness.h"
 
+using p2psim::test::read_text;
 using p2psim::test::run_cli;
 namespace fs = std::filesystem;
 
@@ -22,13 +21,6 @@ std::string in_build(const std::string& name) {
   fs::remove_all(p);
   fs::remove_all(p.string() + ".runs");
   return p.string();
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 size_t count(const std::string& text, const std::string& what) {
@@ -46,8 +38,8 @@ TEST_CASE("sweep: 8 runs give the same CSV one and two at a time", "[cli][sweep]
   INFO(r1.out << r1.err << r2.out << r2.err);
   REQUIRE(r1.exit_code == 0);
   REQUIRE(r2.exit_code == 0);
-  const std::string csv = slurp(one);
-  CHECK(csv == slurp(two));
+  const std::string csv = read_text(one);
+  CHECK(csv == read_text(two));
   CHECK(csv.rfind("run,link.gpu0.gen,pcie.mps,topology,transfer,src,dst,op,metric,value\n", 0) ==
         0);
   CHECK(count(csv, ",gbps,") == 16);  // 8 runs, a write and a read each
@@ -67,7 +59,7 @@ TEST_CASE("sweep: a failed run is reported with its parameters and the others fi
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("run 1 (link.gpu0.gen=9) failed with exit 2") != std::string::npos);
   CHECK(r.err.find("expected an integer from 1 to 5") != std::string::npos);
-  const std::string text = slurp(csv);
+  const std::string text = read_text(csv);
   CHECK(text.find("1,9,,,,,,exit_code,2\n") != std::string::npos);
   CHECK(count(text, ",gbps,") == 4);  // the two good runs
   CHECK(r.out.find("3 runs, 1 failed") != std::string::npos);
@@ -82,7 +74,7 @@ TEST_CASE("sweep: the Slurm job array run task by task collects into the local C
   INFO(e.out << e.err);
   REQUIRE(e.exit_code == 0);
   CHECK(e.out.find("sbatch " + dir + "/sweep.sbatch") != std::string::npos);
-  const std::string script = slurp(dir + "/sweep.sbatch");
+  const std::string script = read_text(dir + "/sweep.sbatch");
   CHECK(script.find("#SBATCH --array=0-7") != std::string::npos);
   CHECK(fs::exists(dir + "/args/0007.args"));
   auto partial = run_cli("sweep --collect " + dir + " --csv " + merged);
@@ -96,7 +88,7 @@ TEST_CASE("sweep: the Slurm job array run task by task collects into the local C
   auto c = run_cli("sweep --collect " + dir + " --csv " + merged);
   INFO(c.out << c.err);
   CHECK(c.exit_code == 0);
-  CHECK(slurp(merged) == slurp(local));
+  CHECK(read_text(merged) == read_text(local));
 }
 
 TEST_CASE("sweep: bad --vary and missing arguments are bad input", "[cli][sweep]") {
@@ -125,7 +117,7 @@ TEST_CASE("plot: a sweep CSV becomes an SVG with one line per value", "[cli][plo
   pugi::xml_document doc;
   REQUIRE(doc.load_file(svg.c_str()));
   CHECK(std::string(doc.first_child().name()) == "svg");
-  const std::string text = slurp(svg);
+  const std::string text = read_text(svg);
   CHECK(text.find("pcie.mps=128B") != std::string::npos);
   CHECK(text.find("pcie.mps=256B") != std::string::npos);
   auto ambiguous = run_cli("plot " + csv + " --x link.gpu0.gen --y gbps -o " + svg);
