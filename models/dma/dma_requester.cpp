@@ -1,5 +1,6 @@
 #include "models/dma/dma_requester.h"
 
+#include <sysc/kernel/sc_dynamic_processes.h>  // sc_spawn
 #include <span>
 #include <stdexcept>
 

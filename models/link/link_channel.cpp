@@ -27,8 +27,8 @@ link_channel::link_channel(sc_module_name name, const channel_timing& timing,
       m_ps_per_wire_byte(timing.ps_per_byte / (1.0 - timing.skip_fraction)),
       m_receiver_credits(receiver_credits),
       m_credits(receiver_credits) {
-  in.register_nb_transport_fw(this, &link_channel::in_fw);
-  out.register_nb_transport_bw(this, &link_channel::out_bw);
+  in.bind(static_cast<transport::hop_forward&>(*this));
+  out.bind(static_cast<transport::hop_backward&>(*this));
   SC_HAS_PROCESS(link_channel);
   SC_METHOD(woken);
   sensitive << m_wake;
@@ -52,7 +52,8 @@ uint64_t link_channel::serialization_ps(const pcie::tlp_header& h) const {
   return uint64_t(bytes * m_timing.ps_per_byte / (1.0 - m_timing.skip_fraction) + 0.5);
 }
 
-tlm::tlm_sync_enum link_channel::in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time& d) {
+tlm::tlm_sync_enum link_channel::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+                                                 sc_time& d) {
   if (down()) {
     drop(gp);
     return tlm::TLM_ACCEPTED;
@@ -72,7 +73,8 @@ tlm::tlm_sync_enum link_channel::in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_ph
   return tlm::TLM_ACCEPTED;
 }
 
-tlm::tlm_sync_enum link_channel::out_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time& d) {
+tlm::tlm_sync_enum link_channel::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+                                                 sc_time& d) {
   // The receiver freed the buffer: its UpdateFC reaches us one propagation latency later.
   const auto& h = transport::hdr(gp);
   uint64_t arrival = transport::now_ps() + transport::to_ps(d) + m_timing.latency_ps;

@@ -5,8 +5,6 @@
 // latency later. Both directions of a pcie_link or interconnect_link are link_channels.
 #pragma once
 
-#include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
 #include <string>
 #include <systemc>
 #include <tlm>
@@ -19,6 +17,7 @@
 #include "models/pcie/credits.h"
 #include "models/pcie/order_policy.h"
 #include "models/pcie/tlp.h"
+#include "models/transport/hop_interfaces.h"
 #include "models/transport/lookahead.h"
 
 namespace p2psim::transport {
@@ -78,10 +77,12 @@ inline const stats::table<channel_stats>& channel_stat_table() {
   return t;
 }
 
-class link_channel : public sc_core::sc_module {
+class link_channel : public sc_core::sc_module,
+                     private transport::hop_forward,
+                     private transport::hop_backward {
  public:
-  tlm_utils::simple_target_socket<link_channel> in;      // from the transmitting port
-  tlm_utils::simple_initiator_socket<link_channel> out;  // to the receiving port
+  tlm::tlm_target_socket<> in;      // from the transmitting port
+  tlm::tlm_initiator_socket<> out;  // to the receiving port
 
   // `order`: the fabric's ordering table and choice source, which outlive the channel.
   link_channel(sc_core::sc_module_name name, const channel_timing& timing,
@@ -126,8 +127,12 @@ class link_channel : public sc_core::sc_module {
     uint64_t ready_ps;
     uint64_t seq;
   };
-  tlm::tlm_sync_enum in_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
-  tlm::tlm_sync_enum out_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
+  // The sender hands a TLP over through `in` (BEGIN_REQ).
+  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                                     sc_core::sc_time& d) override;
+  // The receiver frees a TLP's buffer, through `out` (END_REQ).
+  tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                                     sc_core::sc_time& d) override;
   void pump();
   struct slot {  // where a queued TLP is: its class queue and position in it
     int cls = -1;

@@ -15,8 +15,8 @@ using namespace sc_core;
 
 pcie_port::pcie_port(sc_module_name name, tlp_handler& owner, int index)
     : sc_module(name), tx("tx"), rx("rx"), m_owner(owner), m_index(index) {
-  rx.register_nb_transport_fw(this, &pcie_port::rx_fw);
-  tx.register_nb_transport_bw(this, &pcie_port::tx_bw);
+  rx.bind(static_cast<hop_forward&>(*this));
+  tx.bind(static_cast<hop_backward&>(*this));
   SC_HAS_PROCESS(pcie_port);
   SC_METHOD(arrive);
   sensitive << m_arrived;
@@ -55,7 +55,8 @@ void pcie_port::discard(tlm::tlm_generic_payload& gp) {
   gp.release();
 }
 
-tlm::tlm_sync_enum pcie_port::rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time& d) {
+tlm::tlm_sync_enum pcie_port::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+                                              sc_time& d) {
   if (!link_up()) {
     discard(gp);
     return tlm::TLM_ACCEPTED;
@@ -82,7 +83,8 @@ tlm::tlm_sync_enum pcie_port::rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase
   return tlm::TLM_ACCEPTED;
 }
 
-tlm::tlm_sync_enum pcie_port::tx_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_time& d) {
+tlm::tlm_sync_enum pcie_port::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+                                              sc_time& d) {
   m_owner.sent(m_index, gp, to_ps(d));
   return tlm::TLM_ACCEPTED;
 }

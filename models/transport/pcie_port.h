@@ -9,13 +9,12 @@
 // Completions are TLPs of their own, so BEGIN_RESP is never used.
 #pragma once
 
-#include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
 #include <cstdint>
 #include <systemc>
 #include <tlm>
 #include "models/pcie/fifo.h"
 #include "models/pcie/tlp.h"
+#include "models/transport/hop_interfaces.h"
 #include "models/transport/lookahead.h"
 
 namespace p2psim::link {
@@ -42,10 +41,10 @@ class tlp_handler : public lookahead_sender {
   virtual bool forwards_bursts() const { return false; }
 };
 
-class pcie_port : public sc_core::sc_module {
+class pcie_port : public sc_core::sc_module, private hop_forward, private hop_backward {
  public:
-  tlm_utils::simple_initiator_socket<pcie_port> tx;
-  tlm_utils::simple_target_socket<pcie_port> rx;
+  tlm::tlm_initiator_socket<> tx;  // into the link's transmit side
+  tlm::tlm_target_socket<> rx;     // what the link delivers
 
   pcie_port(sc_core::sc_module_name name, tlp_handler& owner, int index);
   int index() const { return m_index; }
@@ -86,8 +85,12 @@ class pcie_port : public sc_core::sc_module {
   bool feed_promises_arrival_no_sooner_than(uint64_t t, promise_scope which) const;
 
  private:
-  tlm::tlm_sync_enum rx_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
-  tlm::tlm_sync_enum tx_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
+  // A TLP arrives through rx (BEGIN_REQ).
+  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                                     sc_core::sc_time& d) override;
+  // The link tells, through tx, when a TLP sent leaves (END_REQ).
+  tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                                     sc_core::sc_time& d) override;
   void arrive();
 
   tlp_handler& m_owner;

@@ -1,5 +1,6 @@
 #include "sim/core/copy_engine_executor.h"
 
+#include <sysc/kernel/sc_dynamic_processes.h>  // sc_spawn
 #include <cstring>
 
 #include "models/transport/sim_clock.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <sysc/kernel/sc_dynamic_processes.h>  // sc_spawn
 
 #include "models/driver/cuda/cuda.h"
 #include "models/driver/kernel/kernel.h"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <sysc/kernel/sc_dynamic_processes.h>  // sc_spawn
 
 #include "models/gpu/gpu_spec.h"
 #include "models/transport/sim_clock.h"

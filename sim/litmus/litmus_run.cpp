@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <sysc/kernel/sc_dynamic_processes.h>  // sc_spawn
 #include <systemc>
 
 #include "models/driver/cuda/cuda.h"
