@@ -58,9 +58,19 @@ void p2p_forwarder::forward(tlm::tlm_generic_payload& gp, int in, int out) {
   r->next_issue = r->next_deliver = h.address;
   r->burst_unit = transport::meta(gp).burst ? transport::meta(gp).unit : 0;
   r->end = h.address + h.length;
+  if (queued_behind_burst(r->stream, transport::meta(gp).tlps)) ++m_reads_held_behind_bursts;
   m_waiting.push_back(r.get());
   m_reads.push_back(std::move(r));
   issue_reads();
+}
+
+bool p2p_forwarder::queued_behind_burst(uint32_t stream, uint32_t requests) const {
+  for (const proxied_read* w : m_waiting)
+    if (w->stream != stream && w->burst_unit && !w->failed &&
+        pcie::count_requests(w->next_issue, w->end - w->next_issue, w->burst_unit) >=
+            4 * uint64_t(std::max(1u, requests)))
+      return true;
+  return false;
 }
 
 void p2p_forwarder::forward_write(tlm::tlm_generic_payload& gp, int in, int out) {

@@ -54,6 +54,11 @@ class p2p_forwarder {
   // Burst fidelity: bursts of several TLPs that passed a bandwidth cap, each whole (the
   // cap passes a burst on once all of it is through, not TLP by TLP).
   uint64_t capped_bursts() const { return m_capped_bursts; }
+  // Burst fidelity: P2P reads that queued behind a read burst of another stream with at least
+  // four times as many requests still to issue. The queue serves reads in the order they came
+  // and a burst came whole with its first request, so they waited for all of it, where TLP by
+  // TLP they would have waited for the requests of it that had come in before them.
+  uint64_t reads_held_behind_bursts() const { return m_reads_held_behind_bursts; }
 
  private:
   // Burst fidelity: what a completion burst passed on keeps of the one that came in.
@@ -91,6 +96,9 @@ class p2p_forwarder {
   // The next sub-read of `r`: where it stops and how many requests it stands for.
   uint64_t next_stop(const proxied_read& r, uint32_t& requests) const;
   void finish_if_done(proxied_read* r);
+  // Whether a read of `stream` standing for `requests` requests, queued now, waits behind a
+  // read burst of another stream at least four times as large.
+  bool queued_behind_burst(uint32_t stream, uint32_t requests) const;
 
   forwarding_spec m_params;
   forward_ports& m_ports;
@@ -105,6 +113,7 @@ class p2p_forwarder {
   uint32_t m_in_flight = 0;
   uint64_t m_refused = 0;
   uint64_t m_capped_bursts = 0;
+  uint64_t m_reads_held_behind_bursts = 0;
 };
 
 }  // namespace p2psim::root_complex

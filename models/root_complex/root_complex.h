@@ -92,6 +92,10 @@ class root_complex : public sc_core::sc_module,
   uint64_t capped_bursts() const {
     return m_p2p.capped_bursts() + m_interconnect_p2p.capped_bursts();
   }
+  // Burst fidelity: P2P reads queued behind a read burst of another stream (p2p_forwarder).
+  uint64_t reads_held_behind_bursts() const {
+    return m_p2p.reads_held_behind_bursts() + m_interconnect_p2p.reads_held_behind_bursts();
+  }
 
   void receive(int port, tlm::tlm_generic_payload& gp) override;
   void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) override;
