@@ -34,7 +34,7 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
   auto& pq = m_ports[port];
   const uint64_t now = transport::now_ps();
   uint64_t ready = std::max(now, pq.busy_until_ps);
-  bool blocked = false;
+  bool blocked = false, walked = false;
   auto& h = transport::hdr(gp);
   const bool request = !pcie::is_completion(h.type) && h.type != pcie::tlp_type::msg;
   if (auto* d = request ? domain(h.requester_id) : nullptr) {
@@ -52,6 +52,7 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
     uint32_t walks = t.iotlb_hit ? 0 : 1;
     for (uint32_t k = 1; k < m.tlps; ++k) walks += !d->translate(h.address, write).iotlb_hit;
     if (walks) {
+      walked = true;
       const uint64_t walk = pcie::ns_to_ps(d->params().miss_latency_ns);
       const uint64_t start = ready;
       const uint64_t last_walks = walks == m.tlps ? walk : 0;  // the last TLP walked too
@@ -66,6 +67,12 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
     else
       blocked = true;
   }
+  // A burst held behind an earlier TLP's walk without walking itself: its TLPs came in
+  // meanwhile, and those in by the time it goes on leave back to back, as TLPs held in the
+  // pipeline would. Its lag is only what is still to come in then (keeping its arrival lag,
+  // it trickled onto the next link at the speed of the one it came in on).
+  if (auto& m = transport::meta(gp); !walked && ready > now)
+    m.lag_ps = now + m.lag_ps > ready ? now + m.lag_ps - ready : 0;
   pq.busy_until_ps = std::max(pq.busy_until_ps, ready);
   if (pq.waiting.empty() && ready == now) {
     m_deliver(port, gp, blocked);

@@ -8,20 +8,20 @@ using p2psim::link::burst_holds;
 
 TEST_CASE("burst holds: TLP by TLP nothing is counted", "[link][burst]") {
   burst_holds h;
-  h.started(1, 1, 0, 0, 100);
-  h.started(2, 1, 50, 100, 200);  // waited for stream 1's TLP: as it would TLP by TLP
+  h.started(1, 1, 0, 0, 100, 100);
+  h.started(2, 1, 50, 100, 200, 100);  // waited for stream 1's TLP: as it would TLP by TLP
   CHECK(h.count() == 0);
 }
 
 TEST_CASE("burst holds: waiting for a burst four times as large counts", "[link][burst]") {
   burst_holds h;
-  h.started(1, 8, 0, 0, 800);
-  h.started(2, 1, 50, 800, 900);  // ready during stream 1's 8-TLP burst
+  h.started(1, 8, 0, 0, 800, 800);
+  h.started(2, 1, 50, 800, 900, 100);  // ready during stream 1's 8-TLP burst
   CHECK(h.count() == 1);
-  h.started(1, 8, 0, 900, 1700);
-  h.started(1, 1, 1000, 1700, 1800);  // its own stream's burst: not counted
+  h.started(1, 8, 0, 900, 1700, 800);
+  h.started(1, 1, 1000, 1700, 1800, 100);  // its own stream's burst: not counted
   CHECK(h.count() == 1);
-  h.started(3, 2, 1750, 1800, 2000);  // a burst of 2 behind one TLP: not held by a larger one
+  h.started(3, 2, 1750, 1800, 2000, 200);  // a burst of 2 behind one TLP: not held by a larger one
   CHECK(h.count() == 1);
 }
 
@@ -31,12 +31,31 @@ TEST_CASE("burst holds: the burst on the wire when it became ready counts after 
   // cuts stream 1's next burst after one TLP to let it pass. Just before it went a piece of
   // one TLP, but the whole burst held it.
   burst_holds h;
-  h.started(1, 8, 0, 0, 800);
-  h.started(1, 1, 0, 800, 900);
-  h.started(2, 1, 77, 900, 1000);
+  h.started(1, 8, 0, 0, 800, 800);
+  h.started(1, 1, 0, 800, 900, 100);
+  h.started(2, 1, 77, 900, 1000, 100);
   CHECK(h.count() == 1);
   // Ready only after that burst: held by one TLP, as TLP by TLP.
-  h.started(1, 1, 0, 1000, 1100);
-  h.started(2, 1, 1050, 1100, 1200);
+  h.started(1, 1, 0, 1000, 1100, 100);
+  h.started(2, 1, 1050, 1100, 1200, 100);
+  CHECK(h.count() == 1);
+}
+
+TEST_CASE("burst holds: a burst that trickled in holds what TLP by TLP goes in its gaps",
+          "[link][burst]") {
+  // Stream 1's 2-TLP burst takes 20 ps of symbols but holds the wire 600 ps: its second TLP
+  // came in 580 ps after the first (a page walk each). Stream 2's TLP, ready meanwhile,
+  // would have gone between them TLP by TLP.
+  burst_holds h;
+  h.started(1, 2, 0, 0, 600, 20);
+  h.started(2, 1, 100, 600, 610, 10);
+  CHECK(h.count() == 1);
+  // A 2-TLP burst whose TLPs came back to back: held for one TLP more, as TLP by TLP.
+  h.started(1, 2, 610, 610, 630, 20);
+  h.started(2, 1, 615, 630, 640, 10);
+  CHECK(h.count() == 1);
+  // Its own stream's trickling burst: not counted.
+  h.started(1, 2, 640, 640, 1240, 20);
+  h.started(1, 1, 700, 1240, 1250, 10);
   CHECK(h.count() == 1);
 }
