@@ -71,35 +71,35 @@ std::vector<std::string> burst_warnings(const fabric_system& sys, const topo::to
             l.name, receiver, n));
     }
   }
-  // A root complex's P2P bandwidth cap passes a burst on once all of it is through, where TLP
-  // by TLP each piece goes on as it is: the root-port links of that socket carry them.
-  for (const auto& sock : t.sockets) {
-    const auto* rc = sys.find_socket(sock.name);
-    if (!rc || rc->capped_bursts() == 0) continue;
+  // What a root complex did to peer traffic shows on the root-port links of its socket,
+  // which carry that traffic: the warning names each of them.
+  auto on_root_ports = [&](const std::string& socket, const std::string& why) {
     for (const auto& x : t.links)
-      if (x.up == sock.name)
-        out.push_back(fmt::format(
-            "link {}: toward {}: {} bursts passed a peer-to-peer bandwidth cap of {}'s root "
-            "complex whole, where TLP by TLP each piece goes on as it is through: peer traffic "
-            "through it may look slower (docs/architecture.md, \"Burst fidelity\"): study "
-            "it with --fidelity tlp",
-            x.down, sock.name, rc->capped_bursts(), sock.name));
-  }
+      if (x.up == socket) out.push_back(fmt::format("link {}: toward {}: {}", x.down, socket, why));
+  };
+  // A root complex's P2P bandwidth cap passes a burst on once all of it is through, where TLP
+  // by TLP each piece goes on as it is.
+  for (const auto& sock : t.sockets)
+    if (const auto* rc = sys.find_socket(sock.name); rc && rc->capped_bursts())
+      on_root_ports(sock.name,
+                    fmt::format("{} bursts passed a peer-to-peer bandwidth cap of {}'s root "
+                                "complex whole, where TLP by TLP each piece goes on as it is "
+                                "through: peer traffic through it may look slower (docs/"
+                                "architecture.md, \"Burst fidelity\"): study it with "
+                                "--fidelity tlp",
+                                rc->capped_bursts(), sock.name));
   // A root complex proxies P2P reads in the order they came, and a read burst came whole with
   // its first request: a read of another stream queued behind it waits for all of it.
-  for (const auto& sock : t.sockets) {
-    const auto* rc = sys.find_socket(sock.name);
-    if (!rc || rc->reads_held_behind_bursts() == 0) continue;
-    for (const auto& x : t.links)
-      if (x.up == sock.name)
-        out.push_back(fmt::format(
-            "link {}: toward {}: {} times a peer-to-peer read queued in {}'s root complex "
-            "behind a read burst of another stream at least four times its size, where TLP by "
-            "TLP it would have waited for the requests of it that had come in first: a small "
-            "read beside a large one may look slower (docs/architecture.md, \"Burst "
-            "fidelity\", a burst is one unit in every queue): study it with --fidelity tlp",
-            x.down, sock.name, rc->reads_held_behind_bursts(), sock.name));
-  }
+  for (const auto& sock : t.sockets)
+    if (const auto* rc = sys.find_socket(sock.name); rc && rc->reads_held_behind_bursts())
+      on_root_ports(sock.name,
+                    fmt::format("{} times a peer-to-peer read queued in {}'s root complex "
+                                "behind a read burst of another stream at least four times its "
+                                "size, where TLP by TLP it would have waited for the requests "
+                                "of it that had come in first: a small read beside a large one "
+                                "may look slower (docs/architecture.md, \"Burst fidelity\", a "
+                                "burst is one unit in every queue): study it with --fidelity tlp",
+                                rc->reads_held_behind_bursts(), sock.name));
   // Reads limited by their tags (fewer bytes in flight than a round trip carries at the
   // link's rate): a read burst takes its requests' tags and frees them when, on average, they
   // would have come back, which is not when each would.
