@@ -113,6 +113,10 @@ class link_channel : public sc_core::sc_module,
   bool down() const { return m_log_when_down != nullptr; }
   // What holds the TLPs queued here, for a run that stalled ("" when none is queued).
   std::string blocked() const;
+  // Once a run is over, every TLP sent here has been freed by its receiver: the credits
+  // still out (or returned beyond what was taken), by class, for a run whose receivers did
+  // not give back exactly what they took ("" when they did).
+  std::string unbalanced_credits() const;
   // The port that hands this channel its TLPs: if its owner allows it, TLPs are started
   // ahead (models/transport/lookahead.h).
   void set_sender(const transport::pcie_port& sender);

@@ -25,6 +25,19 @@ std::string link_channel::blocked() const {
          std::to_string(m_credits.data_available(c)) + " free";
 }
 
+std::string link_channel::unbalanced_credits() const {
+  static const char* const names[] = {"posted", "non-posted", "completion"};
+  std::string out;
+  if (down()) return out;  // what was on its wire was discarded, not freed
+  for (int c = 0; c < pcie::fc_class_count; ++c) {
+    const pcie::credit_balance b = m_credits.outstanding(pcie::fc_class(c));
+    if (b.header == 0 && b.data == 0) continue;
+    out += std::string(out.empty() ? "" : "; ") + names[c] + ": " + std::to_string(b.header) +
+           " header and " + std::to_string(b.data) + " data credits not returned";
+  }
+  return out;
+}
+
 void link_channel::go_down(transport::stream_log& log) {
   m_log_when_down = &log;
   // Started ahead, their start still to come: dropped, as if they had stayed queued (the

@@ -4,7 +4,7 @@
 
 namespace p2psim::pcie {
 
-credit_gate::credit_gate(const credit_limits& l) {
+credit_gate::credit_gate(const credit_limits& l) : m_limits(l) {
   auto set = [&](fc_class c, uint32_t hdr, uint32_t data) {
     pool& p = m_avail[int(c)];
     p.header = hdr;
@@ -50,6 +50,25 @@ void credit_gate::schedule_return(fc_class c, credit_cost cost, time_ps arrival)
   auto at = m_pending.end();
   while (at != m_pending.begin() && std::prev(at)->arrival > arrival) --at;
   m_pending.insert(at, {arrival, c, cost});
+}
+
+credit_balance credit_gate::outstanding(fc_class c) const {
+  const pool& p = m_avail[int(c)];
+  const auto limit = [&](uint32_t credit_limits::*h, uint32_t credit_limits::*d) {
+    return credit_balance{int64_t(m_limits.*h), int64_t(m_limits.*d)};
+  };
+  credit_balance b = c == fc_class::posted ? limit(&credit_limits::ph, &credit_limits::pd)
+                     : c == fc_class::non_posted
+                         ? limit(&credit_limits::nph, &credit_limits::npd)
+                         : limit(&credit_limits::cplh, &credit_limits::cpld);
+  b.header = p.inf_header ? 0 : b.header - p.header;
+  b.data = p.inf_data ? 0 : b.data - p.data;
+  for (const pending_return& r : m_pending)
+    if (r.cls == c) {
+      b.header -= r.cost.header;
+      b.data -= r.cost.data;
+    }
+  return b;
 }
 
 bool credit_gate::infinite(fc_class c) const {

@@ -20,6 +20,10 @@ struct credit_cost {
   uint32_t header = 1;
   uint32_t data = 0;
 };
+// A difference of credits (outstanding, below zero when over-returned).
+struct credit_balance {
+  int64_t header = 0, data = 0;
+};
 inline credit_cost credit_cost_of(const tlp_header& h) {  // on every TLP's path: inline
   credit_cost c;
   if (has_data(h.type)) c.data = (h.length + data_credit_bytes - 1) / data_credit_bytes;
@@ -56,6 +60,11 @@ class credit_gate {
   // Earliest pending return, or 0 when none is pending.
   time_ps next_return() const { return m_pending.empty() ? 0 : m_pending.front().arrival; }
   bool infinite(fc_class c) const;
+  // Credits of class `c` the receiver holds or has not yet been seen to return, counting the
+  // returns still on their way as returned: zero once every TLP sent has been freed. Below
+  // zero, more came back than was taken (a model error: a receiver freed a TLP twice, or
+  // freed it with another size than it was sent with).
+  credit_balance outstanding(fc_class c) const;
   int64_t header_available(fc_class c) const { return m_avail[int(c)].header; }
   int64_t data_available(fc_class c) const { return m_avail[int(c)].data; }
 
@@ -71,6 +80,7 @@ class credit_gate {
     credit_cost cost;
   };
   std::array<pool, fc_class_count> m_avail;
+  credit_limits m_limits;
   // By arrival. A receiver frees buffers nearly in the order it got them, so a return almost
   // always goes at the back: a sorted ring beats a heap on this per-TLP path.
   fifo<pending_return> m_pending;

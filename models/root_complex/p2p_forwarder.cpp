@@ -81,22 +81,26 @@ void p2p_forwarder::forward_write(tlm::tlm_generic_payload& gp, int in, int out)
     return;
   }
   const uint64_t now = transport::now_ps();
-  auto delay_for = [&](uint32_t bytes) {
-    // A burst (of the TLPs it stands for once re-emitted) through the cap goes on whole.
-    if (m_write_cap.limited() && transport::meta(gp).tlps > 1) ++m_capped_bursts;
+  // A burst (of the TLPs it stands for once re-emitted) through the cap goes on whole.
+  auto delay_for = [&](uint32_t bytes, uint32_t tlps = 1) {
+    if (m_write_cap.limited() && tlps > 1) ++m_capped_bursts;
     uint64_t ready = m_write_cap.limited() ? m_write_cap.serve(now, bytes) : now;
     return ready - now + m_latency_ps;
   };
   if (!m_params.tlp_bytes || h.length <= m_params.tlp_bytes) {
-    m_ports.send(out, gp, delay_for(h.length));
+    m_ports.send(out, gp, delay_for(h.length, transport::meta(gp).tlps));
     return;
   }
-  if (auto& m = transport::meta(gp); m.burst) {  // the burst now stands for the smaller TLPs
-    if (m.unit > m_params.tlp_bytes)
-      m_pool.re_emit(transport::txn(gp),
-                     pcie::count_requests(h.address, h.length, m_params.tlp_bytes),
-                     m_params.tlp_bytes);
-    m_ports.send(out, gp, delay_for(h.length));
+  if (auto& m = transport::meta(gp); m.burst) {
+    if (m.unit <= m_params.tlp_bytes) {
+      m_ports.send(out, gp, delay_for(h.length, m.tlps));
+      return;
+    }
+    // A burst of the smaller TLPs goes on; the original's buffer is freed when it leaves.
+    const auto n = uint32_t(pcie::count_requests(h.address, h.length, m_params.tlp_bytes));
+    transport::tlp_txn& pieces = m_pool.re_emit(transport::txn(gp), n, m_params.tlp_bytes);
+    pieces.ext.parent = &gp;
+    m_ports.send(out, pieces, delay_for(h.length, n));
     return;
   }
   // Re-emit as smaller TLPs; the original's buffer is freed when the last piece leaves.

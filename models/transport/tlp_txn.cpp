@@ -78,11 +78,24 @@ void tlp_pool::set_request_ends(tlp_txn& t) {
   m.last_bytes = e.last;
 }
 
-void tlp_pool::re_emit(tlp_txn& t, uint32_t tlps, uint32_t unit) {
-  t.ext.meta.tlps = tlps;
-  t.ext.meta.unit = unit;
-  set_request_ends(t);
-  m_tlps += tlps;
+tlp_txn& tlp_pool::re_emit(tlp_txn& t, uint32_t tlps, uint32_t unit) {
+  tlp_txn& n = make(t.ext.hdr, t.ext.meta.stream);
+  const uint64_t serial = n.ext.meta.serial;
+  n.ext.meta = t.ext.meta;  // it goes on as the original came in (its lag, its stream)
+  n.ext.meta.serial = serial;
+  n.ext.meta.burst = true;
+  n.ext.meta.tlps = tlps;
+  n.ext.meta.unit = unit;
+  n.ext.meta.cut = false;
+  set_request_ends(n);
+  m_tlps += tlps - 1;
+  n.bytes.swap(t.bytes);
+  t.set_data_ptr(t.bytes.data());
+  if (t.shared)
+    n.carry(std::move(t.shared));
+  else
+    n.set_data_ptr(n.bytes.data());
+  return n;
 }
 
 tlp_txn& tlp_pool::split_burst(tlp_txn& t, uint32_t tlps, uint32_t bytes) {

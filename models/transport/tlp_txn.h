@@ -114,8 +114,11 @@ class tlp_pool : public tlm::tlm_mm_interface {
   void free(tlm::tlm_generic_payload* gp) override;
   // Burst fidelity: a transaction that stands for `tlps` TLPs of at most `unit` bytes.
   tlp_txn& make_burst(const pcie::tlp_header& h, uint32_t stream, uint32_t tlps, uint32_t unit);
-  // A component re-emits burst `t` as `tlps` smaller TLPs (new TLPs, as when it cuts a TLP).
-  void re_emit(tlp_txn& t, uint32_t tlps, uint32_t unit);
+  // A component re-emits burst `t` as `tlps` smaller TLPs of at most `unit` bytes: returns a
+  // new burst for them (new TLPs, as when it cuts a TLP), which takes `t`'s payload. `t` keeps
+  // its header and the TLPs it stands for: the credits its receiver gives back when it frees
+  // its buffer are those `t` took.
+  tlp_txn& re_emit(tlp_txn& t, uint32_t tlps, uint32_t unit);
   // Burst fidelity: cuts request burst `t` (a write or read request burst) after its first
   // `tlps` TLPs, the first `bytes` of it: returns a new burst for those and leaves the rest
   // in `t`. The TLPs are the same, so the run's TLP count does not change. A read's pieces

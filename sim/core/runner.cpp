@@ -367,6 +367,15 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
         t.name, sc_time_stamp().to_seconds() * 1e6, stuck,
         blocked.empty() ? "" : "; blocked:" + blocked));
   }
+  // Every TLP sent was freed by its receiver, once: flow-control credits are conserved.
+  if (auto unbalanced = sys.unbalanced_credits(); !unbalanced.empty()) {
+    std::string where;
+    for (const auto& u : unbalanced) where += "\n    " + u;
+    throw std::logic_error(fmt::format(
+        "the simulation of {} ended with flow-control credits out of balance (a model error: "
+        "a receiver freed a TLP's buffer twice, with another size, or never):{}",
+        t.name, where));
+  }
   if (prog) {
     r.program = prog->results();
     for (const auto& e : prog->errors()) r.errors.push_back(e);

@@ -86,20 +86,36 @@ fabric_system::fabric_system(const topo::topology& t, const topo::address_map& a
 
 fabric_system::~fabric_system() = default;
 
-std::vector<std::string> fabric_system::blocked_links() const {
+namespace {
+
+// What `say` tells of each direction of every link and interconnect that says something.
+template <typename Say>
+std::vector<std::string> each_direction(const auto& links, const auto& interconnects, Say say) {
   std::vector<std::string> out;
   auto add = [&](const std::string& what, const link::link_channel& c) {
-    if (std::string b = c.blocked(); !b.empty()) out.push_back(what + ": " + b);
+    if (std::string b = say(c); !b.empty()) out.push_back(what + ": " + b);
   };
-  for (const auto& l : m_link_list) {
+  for (const auto& l : links) {
     add("link " + l.name + " down", l.link->downstream());
     add("link " + l.name + " up", l.link->upstream());
   }
-  for (const auto& q : m_interconnect_list) {
+  for (const auto& q : interconnects) {
     add("interconnect " + q.name + " a->b", q.link->a_to_b());
     add("interconnect " + q.name + " b->a", q.link->b_to_a());
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::string> fabric_system::blocked_links() const {
+  return each_direction(m_link_list, m_interconnect_list,
+                        [](const link::link_channel& c) { return c.blocked(); });
+}
+
+std::vector<std::string> fabric_system::unbalanced_credits() const {
+  return each_direction(m_link_list, m_interconnect_list,
+                        [](const link::link_channel& c) { return c.unbalanced_credits(); });
 }
 
 void fabric_system::build_sockets() {

@@ -70,6 +70,9 @@ class fabric_system {
   }
   // For a run that stalled: each link direction with TLPs it cannot send, and why.
   std::vector<std::string> blocked_links() const;
+  // Links whose receivers did not return exactly the credits their TLPs took, once the run
+  // is over (link_channel::unbalanced_credits): a model error.
+  std::vector<std::string> unbalanced_credits() const;
 
  private:
   void build_sockets();

@@ -176,3 +176,27 @@ TEST_CASE("credits: bursts are double-buffered beyond the advertised credits",
   CHECK(g.data_available(fc_class::posted) == 64);
   CHECK(g.can_start_burst(fc_class::posted, burst));
 }
+
+TEST_CASE("credits: what is outstanding counts returns on their way as back, and over-returns",
+          "[pcie][credits]") {
+  credit_limits l;
+  l.ph = 8;
+  l.pd = 0;  // data infinite: never outstanding
+  l.nph = 4;
+  credit_gate g(l);
+  g.consume(fc_class::posted, credit_cost{3, 48});
+  g.consume(fc_class::non_posted, credit_cost{1, 0});
+  CHECK(g.outstanding(fc_class::posted).header == 3);
+  CHECK(g.outstanding(fc_class::posted).data == 0);
+  CHECK(g.outstanding(fc_class::non_posted).header == 1);
+  CHECK(g.outstanding(fc_class::completion).header == 0);        // cplh 0: infinite
+  g.schedule_return(fc_class::posted, credit_cost{2, 32}, 500);  // not absorbed yet
+  CHECK(g.outstanding(fc_class::posted).header == 1);
+  g.schedule_return(fc_class::non_posted, credit_cost{1, 0}, 10);
+  g.advance(10);
+  CHECK(g.outstanding(fc_class::non_posted).header == 0);
+  // A receiver that frees a TLP with more header credits than it took: below zero.
+  g.schedule_return(fc_class::posted, credit_cost{5, 80}, 600);
+  g.advance(600);
+  CHECK(g.outstanding(fc_class::posted).header == -4);
+}
