@@ -397,6 +397,7 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   mm.last_ser_ps = first_ser;
   mm.tail_ser_ps = last_ser;
   mm.lag_ps = tlps_end - (at + first_ser);
+  mm.span_ps = tlps_end - std::min(tlps_end - at, last_ser) - at;
   counts.tlps = m.tlps;
   counts.relaxed_ordering_tlps = h.attrs.relaxed_ordering ? m.tlps : 0;
   counts.payload_bytes = payload;

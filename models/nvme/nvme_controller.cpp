@@ -135,13 +135,19 @@ void nvme_controller::send_data(uint64_t id) {
 // completes then. (A link that went down never sends the rest: no completion, as on a drive
 // that lost its link.)
 void nvme_controller::departed(uint32_t stream, uint64_t address, uint64_t length) {
-  auto it = m_departures.find({stream, address});
-  if (it == m_departures.end()) return;
-  const uint64_t id = it->second;
-  m_departures.erase(it);
+  // A burst its link cut tells of its departure once, as its last part leaves, from that
+  // part's address: it began at the command's next departure, the last one at or below it.
+  auto it = m_departures.upper_bound({stream, address});
+  if (it == m_departures.begin()) return;
+  --it;
+  if (it->first.first != stream) return;
+  const uint64_t id = it->second, from = it->first.second;
   const command& c = m_queues.at(id);
   outgoing& o = m_outgoing.at(id);
-  o.done += length;
+  const bus_segment& seg = c.segments[o.segment];
+  if (address + length > seg.bus_address + seg.length) return;  // not this command's
+  m_departures.erase(it);
+  o.done += address + length - from;
   while (o.segment < c.segments.size() && o.done >= c.segments[o.segment].length) {
     o.done -= c.segments[o.segment].length;
     ++o.segment;

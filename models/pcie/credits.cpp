@@ -1,5 +1,6 @@
 #include "models/pcie/credits.h"
 
+#include <algorithm>
 #include <iterator>
 
 namespace p2psim::pcie {
@@ -29,6 +30,16 @@ void credit_gate::absorb(time_ps now) {
 
 bool credit_gate::can_start_burst(fc_class c, credit_cost cost) const {
   const pool& p = m_avail[int(c)];
+  const credit_balance limit = limits_of(c);
+  // Two such bursts fit the advertised buffer: the sender keeps two in flight without going
+  // beyond it (a receiver that frees a burst only once all of it is in still gets the next
+  // while it does), so the burst starts as its first TLP would, once that has its credits.
+  const bool two_fit = (p.inf_header || 2 * uint64_t(cost.header) <= uint64_t(limit.header)) &&
+                       (p.inf_data || 2 * uint64_t(cost.data) <= uint64_t(limit.data));
+  if (two_fit) {
+    const uint32_t tlps = std::max(1u, cost.header);
+    return can_send(c, credit_cost{1, (cost.data + tlps - 1) / tlps});
+  }
   return (p.inf_header || p.header + cost.header > 0) && (p.inf_data || p.data + cost.data > 0);
 }
 
@@ -52,15 +63,20 @@ void credit_gate::schedule_return(fc_class c, credit_cost cost, time_ps arrival)
   m_pending.insert(at, {arrival, c, cost});
 }
 
+credit_balance credit_gate::limits_of(fc_class c) const {
+  switch (c) {
+    case fc_class::posted:
+      return {m_limits.ph, m_limits.pd};
+    case fc_class::non_posted:
+      return {m_limits.nph, m_limits.npd};
+    default:
+      return {m_limits.cplh, m_limits.cpld};
+  }
+}
+
 credit_balance credit_gate::outstanding(fc_class c) const {
   const pool& p = m_avail[int(c)];
-  const auto limit = [&](uint32_t credit_limits::*h, uint32_t credit_limits::*d) {
-    return credit_balance{int64_t(m_limits.*h), int64_t(m_limits.*d)};
-  };
-  credit_balance b = c == fc_class::posted ? limit(&credit_limits::ph, &credit_limits::pd)
-                     : c == fc_class::non_posted
-                         ? limit(&credit_limits::nph, &credit_limits::npd)
-                         : limit(&credit_limits::cplh, &credit_limits::cpld);
+  credit_balance b = limits_of(c);
   b.header = p.inf_header ? 0 : b.header - p.header;
   b.data = p.inf_data ? 0 : b.data - p.data;
   for (const pending_return& r : m_pending)

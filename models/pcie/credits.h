@@ -49,10 +49,11 @@ class credit_gate {
     const pool& p = m_avail[int(c)];
     return (p.inf_header || p.header >= cost.header) && (p.inf_data || p.data >= cost.data);
   }
-  // Burst fidelity: a burst stands for many TLPs, often more than a receiver advertises. It
-  // may start while less than one burst is owed beyond the advertised buffer (available +
-  // cost > 0): a receiver holds two bursts at a time, double buffering at burst granularity.
-  // consume() then takes the pool below zero.
+  // Burst fidelity: a burst stands for many TLPs, often more than a receiver advertises. One
+  // of at most half the advertised buffer starts when its first TLP has its credits, as that
+  // TLP would. A larger one may start while less than one burst is owed beyond the advertised
+  // buffer (available + cost > 0): a receiver holds two bursts at a time, double buffering at
+  // burst granularity. consume() then takes the pool below zero.
   bool can_start_burst(fc_class c, credit_cost cost) const;
   void consume(fc_class c, credit_cost cost);
   // The receiver freed `cost` of class `c`; the transmitter sees it at `arrival`.
@@ -74,6 +75,7 @@ class credit_gate {
     bool inf_header = false, inf_data = false;
   };
   void absorb(time_ps now);
+  credit_balance limits_of(fc_class c) const;  // advertised (0: infinite)
   struct pending_return {
     time_ps arrival;
     fc_class cls;

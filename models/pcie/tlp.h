@@ -109,6 +109,9 @@ struct tlp_meta {
   // began to leave at `first_start_ps`.
   bool cut = false;
   uint64_t first_start_ps = 0;
+  // Burst fidelity: how long after its first TLP its last one started on the link it left by
+  // last (set as it leaves; 0 for a TLP).
+  uint64_t span_ps = 0;
 };
 
 }  // namespace p2psim::pcie

@@ -4,6 +4,7 @@
 
 #include "models/dma/completer.h"
 #include "models/pcie/address.h"
+#include "models/pcie/split.h"
 #include "models/pcie/time_units.h"
 #include "models/transport/sim_clock.h"
 #include "models/transport/tlp_txn.h"
@@ -187,6 +188,20 @@ void root_complex::free_buffer(int port, tlm::tlm_generic_payload& gp) {
   m_ports[port]->free_buffer(gp);
 }
 
+// Burst fidelity: `pieces`, the burst a burst `orig` was re-emitted as, started to leave;
+// how long after that `orig`'s first TLP had left (its last piece started). A burst frees its
+// buffer when its first TLP has left, as a switch's does; TLP by TLP, each piece's
+// original is freed when its last piece starts.
+uint64_t root_complex::first_tlp_left_ps(const tlm::tlm_generic_payload& orig,
+                                         const tlm::tlm_generic_payload& pieces) const {
+  const auto& m = transport::meta(pieces);
+  if (!m.burst || m.tlps < 2 || m.cut) return 0;  // cut: told when its last part started
+  const auto& o = transport::txn(orig).ext;
+  const uint32_t first_bytes = o.meta.first_bytes ? o.meta.first_bytes : o.hdr.length;
+  const uint64_t k = pcie::count_requests(o.hdr.address, first_bytes, m.unit);
+  return m.span_ps * (k - 1) / (m.tlps - 1);
+}
+
 // The TLP leaves `after_ps` from now: the ingress buffer it (or its original) held is free
 // then.
 void root_complex::sent(int, tlm::tlm_generic_payload& gp, uint64_t after_ps) {
@@ -194,7 +209,8 @@ void root_complex::sent(int, tlm::tlm_generic_payload& gp, uint64_t after_ps) {
   if (ext.parent) {  // the last piece of a TLP we cut up: the original's buffer is free
     tlm::tlm_generic_payload& orig = *ext.parent;
     ext.parent = nullptr;
-    m_ports[transport::txn(orig).ext.ingress_port]->free_buffer(orig, transport::ps(after_ps));
+    m_ports[transport::txn(orig).ext.ingress_port]->free_buffer(
+        orig, transport::ps(after_ps + first_tlp_left_ps(orig, gp)));
     orig.release();
   } else if (ext.ingress_port >= 0) {
     m_ports[ext.ingress_port]->free_buffer(gp, transport::ps(after_ps));

@@ -110,6 +110,8 @@ class root_complex : public sc_core::sc_module,
   void free_buffer(int port, tlm::tlm_generic_payload& gp) override;
   uint16_t own_id() const override { return m_params.bdf; }
   void refused(tlm::tlm_generic_payload& gp, int in) override;
+  uint64_t first_tlp_left_ps(const tlm::tlm_generic_payload& orig,
+                             const tlm::tlm_generic_payload& pieces) const;
 
   bool is_root_port(int port) const { return port < m_params.root_ports; }
   void dispatch(int in, tlm::tlm_generic_payload& gp, bool blocked);

@@ -200,3 +200,29 @@ TEST_CASE("credits: what is outstanding counts returns on their way as back, and
   g.advance(600);
   CHECK(g.outstanding(fc_class::posted).header == -4);
 }
+
+TEST_CASE("credits: a burst of at most half the buffer waits for its first TLP's credits",
+          "[pcie][credits][burst]") {
+  credit_limits l;
+  l.ph = 64;
+  l.pd = 1024;  // 16 KiB
+  credit_gate g(l);
+  const credit_cost one_tlp_burst{1, 256};  // a 4 KiB TLP: a quarter of the buffer
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(g.can_start_burst(fc_class::posted, one_tlp_burst));
+    g.consume(fc_class::posted, one_tlp_burst);
+  }
+  // The buffer is full: TLP by TLP the fifth waits, and so does a burst of it (double
+  // buffering would let it go, 4 KiB beyond what the receiver advertised).
+  CHECK_FALSE(g.can_start_burst(fc_class::posted, one_tlp_burst));
+  g.schedule_return(fc_class::posted, one_tlp_burst, 50);
+  g.advance(50);
+  CHECK(g.can_start_burst(fc_class::posted, one_tlp_burst));
+  // A burst of 32 TLPs of 256 B (8 KiB, half the buffer) may start once one TLP's credits
+  // (16 data credits) are free: it goes as its first TLP would.
+  credit_gate h(l);
+  h.consume(fc_class::posted, credit_cost{63, 1008});
+  CHECK(h.can_start_burst(fc_class::posted, credit_cost{32, 512}));
+  h.consume(fc_class::posted, credit_cost{1, 16});
+  CHECK_FALSE(h.can_start_burst(fc_class::posted, credit_cost{32, 512}));
+}
