@@ -1,9 +1,9 @@
-// Burst fidelity: how often a transmission waited for a burst of another stream at least four
-// times its size, or for one that held the wire at least four times as long as its symbols
-// take (its TLPs trickling in from a slower link or a page walk at a time), where TLP by TLP
-// it would have waited for one TLP of it and gone in the gaps (docs/architecture.md, "Burst
-// fidelity", a burst is one unit in every queue). Plain C++: a link direction tells it of
-// every transmission it starts.
+// Burst fidelity: how often a transmission waited for a burst of another stream (or of another
+// flow-control class of its own, which TLP by TLP it may pass) at least four times its size, or for
+// one that held the wire at least four times as long as its symbols take (its TLPs trickling in
+// from a slower link or a page walk at a time), where TLP by TLP it would have waited for one TLP
+// of it and gone in the gaps (docs/architecture.md, "Burst fidelity", a burst is one unit in every
+// queue). Plain C++: a link direction tells it of every transmission it starts.
 #pragma once
 
 #include <array>
@@ -13,13 +13,14 @@ namespace p2psim::link {
 
 class burst_holds {
  public:
-  // A transmission of `tlps` TLPs of `stream`, ready at `ready_ps`, started at `start_ps`;
-  // its TLPs are through at `end_ps`, and its symbols alone take `symbols_ps`.
+  // A transmission of `tlps` TLPs of `stream` in flow-control class `cls`, ready at
+  // `ready_ps`, started at `start_ps`; its TLPs are through at `end_ps`, and its symbols
+  // alone take `symbols_ps`.
   void started(uint32_t stream, uint32_t tlps, uint64_t ready_ps, uint64_t start_ps,
-               uint64_t end_ps, uint64_t symbols_ps) {
+               uint64_t end_ps, uint64_t symbols_ps, int cls = 0) {
     if (tlps > 1) m_bursts = true;
-    if (m_bursts && start_ps > ready_ps && held(stream, tlps, ready_ps)) ++m_held;
-    m_recent[m_next] = {start_ps, end_ps, symbols_ps, stream, tlps};
+    if (m_bursts && start_ps > ready_ps && held(stream, cls, tlps, ready_ps)) ++m_held;
+    m_recent[m_next] = {start_ps, end_ps, symbols_ps, stream, tlps, cls};
     m_next = (m_next + 1) % m_recent.size();
   }
   uint64_t count() const { return m_held; }
@@ -28,14 +29,15 @@ class burst_holds {
   struct transmission {
     uint64_t start_ps = 0, end_ps = 0, symbols_ps = 0;
     uint32_t stream = 0, tlps = 0;
+    int cls = 0;
   };
   // What held it: the transmission just before it, or the one on the wire when it became
   // ready (a burst cut short to let it pass leaves a piece of one TLP just before it, but the
   // rest of the burst it was ready during held it all the same).
-  bool held(uint32_t stream, uint32_t tlps, uint64_t ready_ps) const {
+  bool held(uint32_t stream, int cls, uint32_t tlps, uint64_t ready_ps) const {
     const transmission& last = m_recent[(m_next + m_recent.size() - 1) % m_recent.size()];
     auto larger = [&](const transmission& t) {
-      return t.stream != stream &&
+      return (t.stream != stream || t.cls != cls) &&
              (t.tlps >= 4 * tlps || (t.tlps > 1 && t.end_ps - t.start_ps >= 4 * t.symbols_ps));
     };
     if (larger(last)) return true;

@@ -393,7 +393,7 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   const uint64_t tlps_end = std::max(at + ser - last_dllps_ser, at + mm.lag_ps + last_ser);
   // The last DLLPs follow the TLPs, or fill the gaps of a burst that trickles in.
   m_busy_until = std::max(at + ser, tlps_end);
-  m_holds.started(m.stream, m.tlps, e.ready_ps, at, tlps_end, ser);
+  m_holds.started(m.stream, m.tlps, e.ready_ps, at, tlps_end, ser, int(pcie::fc_class_of(h.type)));
   mm.last_ser_ps = first_ser;
   mm.tail_ser_ps = last_ser;
   mm.lag_ps = tlps_end - (at + first_ser);

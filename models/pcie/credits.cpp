@@ -36,7 +36,7 @@ bool credit_gate::can_start_burst(fc_class c, credit_cost cost) const {
   // while it does), so the burst starts as its first TLP would, once that has its credits.
   const bool two_fit = (p.inf_header || 2 * uint64_t(cost.header) <= uint64_t(limit.header)) &&
                        (p.inf_data || 2 * uint64_t(cost.data) <= uint64_t(limit.data));
-  if (two_fit) {
+  if (two_fit || cost.header <= 1) {  // a burst of one TLP is that TLP
     const uint32_t tlps = std::max(1u, cost.header);
     return can_send(c, credit_cost{1, (cost.data + tlps - 1) / tlps});
   }

@@ -50,10 +50,10 @@ class credit_gate {
     return (p.inf_header || p.header >= cost.header) && (p.inf_data || p.data >= cost.data);
   }
   // Burst fidelity: a burst stands for many TLPs, often more than a receiver advertises. One
-  // of at most half the advertised buffer starts when its first TLP has its credits, as that
-  // TLP would. A larger one may start while less than one burst is owed beyond the advertised
-  // buffer (available + cost > 0): a receiver holds two bursts at a time, double buffering at
-  // burst granularity. consume() then takes the pool below zero.
+  // of at most half the advertised buffer, or of one TLP, starts when its first TLP has its
+  // credits, as that TLP would. A larger one may start while less than one burst is owed beyond the
+  // advertised buffer (available + cost > 0): a receiver holds two bursts at a time, double
+  // buffering at burst granularity. consume() then takes the pool below zero.
   bool can_start_burst(fc_class c, credit_cost cost) const;
   void consume(fc_class c, credit_cost cost);
   // The receiver freed `cost` of class `c`; the transmitter sees it at `arrival`.

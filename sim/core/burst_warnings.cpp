@@ -63,7 +63,8 @@ std::vector<std::string> burst_warnings(const fabric_system& sys, const topo::to
       if (uint64_t n = channel->held_behind_bursts())
         out.push_back(fmt::format(
             "link {}: toward {}: {} times a transmission waited for a whole burst of another "
-            "stream at least four times its size, or one that held the wire four times as "
+            "stream (or another class of its own) at least four times its size, or one that held "
+            "the wire four times as "
             "long as its symbols take while its TLPs came in, where TLP by TLP it would have "
             "waited for one TLP: a small transfer beside a large one may look slower (docs/"
             "architecture.md, \"Burst fidelity\", a burst is one unit in every queue): study "

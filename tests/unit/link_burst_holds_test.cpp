@@ -59,3 +59,17 @@ TEST_CASE("burst holds: a burst that trickled in holds what TLP by TLP goes in i
   h.started(1, 1, 700, 1240, 1250, 10);
   CHECK(h.count() == 1);
 }
+
+TEST_CASE("burst holds: a burst of its own stream in another class counts", "[link][burst]") {
+  // A root complex's proxied read request waits behind the completion burst of the same read
+  // (one stream), which trickles in from a slower link: TLP by TLP the request, of another
+  // class, goes between two completions.
+  burst_holds h;
+  const int completion = 2, non_posted = 1;
+  h.started(4, 25, 0, 0, 2200, 500, completion);
+  h.started(4, 25, 100, 2200, 2300, 100, non_posted);
+  CHECK(h.count() == 1);
+  h.started(4, 25, 2300, 2300, 4500, 500, completion);
+  h.started(4, 1, 2400, 4500, 4600, 100, completion);  // its own class: in order either way
+  CHECK(h.count() == 1);
+}

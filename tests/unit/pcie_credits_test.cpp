@@ -226,3 +226,16 @@ TEST_CASE("credits: a burst of at most half the buffer waits for its first TLP's
   h.consume(fc_class::posted, credit_cost{1, 16});
   CHECK_FALSE(h.can_start_burst(fc_class::posted, credit_cost{32, 512}));
 }
+
+TEST_CASE("credits: a burst of one TLP waits for that TLP's credits", "[pcie][credits][burst]") {
+  credit_limits l;
+  l.ph = 21;
+  l.pd = 505;  // room for one 4 KiB TLP (256 data credits), not two
+  credit_gate g(l);
+  const credit_cost tlp_4k{1, 256};
+  REQUIRE(g.can_start_burst(fc_class::posted, tlp_4k));
+  g.consume(fc_class::posted, tlp_4k);
+  CHECK_FALSE(g.can_start_burst(fc_class::posted, tlp_4k));  // 249 free: as TLP by TLP
+  // A burst of two such TLPs is more than half the buffer: double-buffered.
+  CHECK(g.can_start_burst(fc_class::posted, credit_cost{2, 512}));
+}
