@@ -286,9 +286,9 @@ void dma_requester::issue() {
 
 void dma_requester::sent(tlm::tlm_generic_payload& gp) {
   --m_unsent[transport::hdr(gp).type == pcie::tlp_type::mwr ? 0 : 1];
-  // A burst its link cut began to leave with its first piece.
+  // A burst began to leave with its first TLP, before the link told of it.
   const auto& m = transport::meta(gp);
-  m_log.started(m.stream, m.cut ? m.first_start_ps : transport::now_ps());
+  m_log.started(m.stream, m.told_at_last_start ? m.first_start_ps : transport::now_ps());
   issue();
 }
 

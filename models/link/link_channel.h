@@ -156,6 +156,14 @@ class link_channel : public sc_core::sc_module,
   bool may_start(const tlm::tlm_generic_payload& gp) const;  // the receiver has room
   void wake_at(uint64_t t, uint64_t now);
   void drop(tlm::tlm_generic_payload& gp);
+  // Request bursts an endpoint sent, by when their last TLP starts: their sender is told of
+  // the departure then (start()).
+  struct departure {
+    uint64_t at_ps;
+    tlm::tlm_generic_payload* gp;
+  };
+  pcie::fifo<departure> m_departures;
+  void tell_departures(uint64_t up_to);  // those due by `up_to`
 
   channel_timing m_timing;
   const pcie::order_policy& m_order;

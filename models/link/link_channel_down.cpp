@@ -40,6 +40,7 @@ std::string link_channel::unbalanced_credits() const {
 
 void link_channel::go_down(transport::stream_log& log) {
   m_log_when_down = &log;
+  tell_departures(UINT64_MAX);  // started before the link went down: they have left
   // Started ahead, their start still to come: dropped, as if they had stayed queued (the
   // receiving port, which holds them, counts their stream's lost bytes).
   settle_started_ahead(transport::now_ps());

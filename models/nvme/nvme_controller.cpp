@@ -135,7 +135,7 @@ void nvme_controller::send_data(uint64_t id) {
 // completes then. (A link that went down never sends the rest: no completion, as on a drive
 // that lost its link.)
 void nvme_controller::departed(uint32_t stream, uint64_t address, uint64_t length) {
-  // A burst its link cut tells of its departure once, as its last part leaves, from that
+  // A burst its link cut tells of its departure once, as its last part starts, from that
   // part's address: it began at the command's next departure, the last one at or below it.
   auto it = m_departures.upper_bound({stream, address});
   if (it == m_departures.begin()) return;

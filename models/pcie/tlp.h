@@ -104,10 +104,11 @@ struct tlp_meta {
   // or has arrived (at a receiver). Bursts move through the fabric pipelined, TLP by TLP
   // as it were: a forwarding component passes a burst on when its first TLP is in.
   uint64_t lag_ps = 0;
-  // Burst fidelity: a link sent a burst's first TLPs ahead of the rest (link_channel
-  // start()); its sender learns of the departure when the last ones start, but the burst
-  // began to leave at `first_start_ps`.
-  bool cut = false;
+  // Burst fidelity: the first link a request burst takes tells its sender of the departure
+  // when the burst's last TLP starts (TLP by TLP, the sender hands over its next TLP then),
+  // or the link sent the first TLPs ahead of the rest (link_channel start()); either way the
+  // burst began to leave at `first_start_ps`.
+  bool told_at_last_start = false;
   uint64_t first_start_ps = 0;
   // Burst fidelity: how long after its first TLP its last one started on the link it left by
   // last (set as it leaves; 0 for a TLP).

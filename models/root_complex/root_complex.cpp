@@ -195,7 +195,7 @@ void root_complex::free_buffer(int port, tlm::tlm_generic_payload& gp) {
 uint64_t root_complex::first_tlp_left_ps(const tlm::tlm_generic_payload& orig,
                                          const tlm::tlm_generic_payload& pieces) const {
   const auto& m = transport::meta(pieces);
-  if (!m.burst || m.tlps < 2 || m.cut) return 0;  // cut: told when its last part started
+  if (!m.burst || m.tlps < 2 || m.told_at_last_start) return 0;  // told when its last TLP started
   const auto& o = transport::txn(orig).ext;
   const uint32_t first_bytes = o.meta.first_bytes ? o.meta.first_bytes : o.hdr.length;
   const uint64_t k = pcie::count_requests(o.hdr.address, first_bytes, m.unit);

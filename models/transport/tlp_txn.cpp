@@ -86,7 +86,7 @@ tlp_txn& tlp_pool::re_emit(tlp_txn& t, uint32_t tlps, uint32_t unit) {
   n.ext.meta.burst = true;
   n.ext.meta.tlps = tlps;
   n.ext.meta.unit = unit;
-  n.ext.meta.cut = false;
+  n.ext.meta.told_at_last_start = false;
   set_request_ends(n);
   m_tlps += tlps - 1;
   n.bytes.swap(t.bytes);
