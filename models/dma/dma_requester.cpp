@@ -98,6 +98,7 @@ void dma_requester::submit(dma_job job) {
   a.seq = m_submitted++;
   a.burst_bytes = a.job.atomic ? 0 : burst_size(a.job);
   if (a.job.segments.empty()) return;  // nothing to issue
+  for (const auto& seg : a.job.segments) a.left += seg.length;
   const auto& s = a.job.segments[0];
   a.split =
       pcie::request_splitter(s.bus_address, s.length, posted(a.job) ? m_params.mps : m_params.mrrs);
@@ -152,10 +153,25 @@ uint32_t dma_requester::read_burst_tags() const {
   return std::max(1u, m_tags.size() / (m_reads_queue ? 2 : 8));
 }
 
-// TLPs one burst of `j` stands for at most, as far as its own size and tags go.
+// A job's bursts grow from one TLP (1, 1, 2, 4, ...: the first two are the TLP on the wire and
+// the one handed over behind it) and shrink to one again at its end (at most half of the TLPs
+// it has left). TLP by TLP, a job that starts while another runs takes turns with it from its
+// next TLP, and one that ends does so within a TLP of where it would; a burst that a job
+// started alone (or beside one about to end) stood for many TLPs the other would have sent
+// between them. Without the ramp, a DMA engine's 100000 B write, starting 0.6 us after its
+// 64 KiB write, waited for two 16-TLP bursts of it where TLP by TLP it waits for three TLPs:
+// both 4.7-6% fast (seed 2925).
+uint32_t dma_requester::ramp_limit(const active_job& j) const {
+  const uint32_t unit = posted(j.job) ? m_params.mps : m_params.mrrs;
+  const uint64_t up = uint64_t(1) << (j.bursts < 2 ? 0 : std::min(j.bursts - 1, 31u));
+  const uint64_t down = ((j.left + unit - 1) / unit + 1) / 2;
+  return uint32_t(std::max<uint64_t>(1, std::min(up, down)));
+}
+
+// TLPs one burst of `j` stands for at most, as far as its own size, ramp and tags go.
 uint32_t dma_requester::nominal_burst_tlps(const active_job& j) const {
   const uint32_t unit = posted(j.job) ? m_params.mps : m_params.mrrs;
-  const uint32_t tlps = std::max(1u, j.burst_bytes / unit);
+  const uint32_t tlps = std::min(std::max(1u, j.burst_bytes / unit), ramp_limit(j));
   return posted(j.job) ? tlps : std::min(tlps, read_burst_tags());
 }
 
@@ -169,13 +185,15 @@ uint32_t dma_requester::turn_limit(const active_job& j) const {
     if (&o == &j || o.job.segments.empty() || o.split.done() || !o.burst_bytes ||
         waits_for_earlier(o))
       continue;
-    limit = std::min(limit, nominal_burst_tlps(o));
+    // What it took in its last turn, if more: a job ending takes turns as it shrinks its
+    // bursts, the others match each turn before they shrink too.
+    limit = std::min(limit, std::max(nominal_burst_tlps(o), o.last_tlps));
   }
   return limit;
 }
 
 uint32_t dma_requester::burst_limit(const active_job& j) const {
-  const uint32_t limit = turn_limit(j);
+  const uint32_t limit = std::min(turn_limit(j), ramp_limit(j));
   return posted(j.job) ? limit : std::min({m_tags.available(), read_burst_tags(), limit});
 }
 
@@ -185,7 +203,7 @@ uint32_t dma_requester::burst_limit(const active_job& j) const {
 bool dma_requester::burst_tags_ready(const active_job& j) const {
   const uint32_t left =
       pcie::count_requests(j.split.address(), j.split.remaining(), j.split.max_bytes());
-  return m_tags.available() >= std::min({read_burst_tags(), left, turn_limit(j)});
+  return m_tags.available() >= std::min({read_burst_tags(), left, turn_limit(j), ramp_limit(j)});
 }
 
 transport::tlp_txn& dma_requester::make(const pcie::tlp_header& h, uint32_t stream, bool burst,
@@ -205,6 +223,9 @@ bool dma_requester::issue_one(active_job& j) {
   pcie::chunk c = burst ? j.split.next_burst(j.burst_bytes, burst_limit(j), tlps) : j.split.next();
   uint64_t local = seg.local_offset + j.segment_done;
   j.segment_done += c.length;
+  j.left -= c.length;
+  j.bursts += burst;
+  j.last_tlps = tlps;
 
   pcie::tlp_header h;
   h.address = c.address;

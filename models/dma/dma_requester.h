@@ -122,6 +122,9 @@ class dma_requester {
     uint64_t segment_done = 0;  // bytes of the current segment already issued
     uint64_t seq = 0;           // submission order
     uint32_t burst_bytes = 0;   // burst fidelity: this job's burst size (0: TLP by TLP)
+    uint32_t bursts = 0;        // burst fidelity: bursts issued so far
+    uint32_t last_tlps = 0;     // burst fidelity: TLPs of the last one
+    uint64_t left = 0;          // bytes still to issue, every segment
   };
   struct read_slot {
     uint32_t stream = 0;
@@ -145,6 +148,7 @@ class dma_requester {
   uint32_t read_burst_tags() const;                 // tags a read burst takes
   uint32_t burst_limit(const active_job& j) const;  // TLPs the next burst may stand for
   uint32_t nominal_burst_tlps(const active_job& j) const;
+  uint32_t ramp_limit(const active_job& j) const;  // TLPs at the job's start and end
   uint32_t turn_limit(const active_job& j) const;  // TLPs the other jobs' bursts stand for
   bool burst_tags_ready(const active_job& j) const;
   uint32_t burst_size(const dma_job& j) const;  // bytes per burst for this job
