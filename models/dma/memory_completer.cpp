@@ -18,7 +18,8 @@ sc_core::sc_time memory_completer::write(tlm::tlm_generic_payload& gp, uint64_t 
         [&](uint64_t at, std::span<const uint8_t> piece) { m_store.write(offset + at, piece); });
   uint64_t now = transport::now_ps();
   // A burst taken as its first TLP came in (by a root complex) is all in lag_ps later.
-  uint64_t done = std::max(m_path.serve(now, h.length), now + transport::meta(gp).lag_ps);
+  uint64_t done = std::max(m_path.serve(std::max(now, after_read_bursts(now)), h.length),
+                           now + transport::meta(gp).lag_ps);
   // The bytes are stored `extra` later (a root complex's way from the root port to the
   // memory controller); the buffer is free once the data path has them.
   m_log.landed(transport::meta(gp).stream, h.length, done + transport::to_ps(extra));
@@ -31,13 +32,17 @@ void memory_completer::read(transport::pcie_port& port, tlm::tlm_generic_payload
   uint64_t now = transport::now_ps();
   // The access latency, then the request's bytes through the data path: its completions
   // leave once the data is read (they then serialize on the link one after another).
-  uint64_t done = m_path.serve(now + latency_ps(), h.length);
+  uint64_t done = m_path.serve(std::max(now + latency_ps(), after_read_bursts(now)), h.length);
   sc_core::sc_time when = transport::ps(done - now) + extra;
   const uint64_t base = h.address;
   auto fetch = [&](uint64_t addr, std::span<uint8_t> out) {
     m_store.read(offset + (addr - base), out);
   };
   if (const auto& m = transport::meta(gp); m.burst) {
+    if (m.tlps > 1) {  // the data path holds one request's slot already
+      m_read_bursts[1] = m_read_bursts[0];
+      m_read_bursts[0] = {now, now + m.lag_ps, m.tlps, latency_ps() + m_path.time_for(m.unit)};
+    }
     // The first request's data is read first and its completions leave then; the rest
     // follow at the data path's rate, and no sooner than their requests came in (lag_ps).
     // The first and last requests are as long as the requester cut them (up to `unit`, at
@@ -67,7 +72,7 @@ void memory_completer::atomic(transport::pcie_port& port, tlm::tlm_generic_paylo
   if (m_on_store) m_on_store(offset, now_value);
   m_store.write(offset, now_value);
   uint64_t now = transport::now_ps();
-  uint64_t done = m_path.serve(now + latency_ps(), size);
+  uint64_t done = m_path.serve(std::max(now + latency_ps(), after_read_bursts(now)), size);
   pcie::tlp_header answer = h;  // one CplD with the old value
   answer.length = size;
   // The requester logs the returned value as it lands, as for a read.
@@ -75,6 +80,21 @@ void memory_completer::atomic(transport::pcie_port& port, tlm::tlm_generic_paylo
       port, transport::tlp_pool::of(gp), answer, transport::meta(gp).stream, m_id, size, size,
       transport::ps(done - now) + extra,
       [&](uint64_t, std::span<uint8_t> out) { std::copy(old.begin(), old.end(), out.begin()); });
+}
+
+uint64_t memory_completer::after_read_bursts(uint64_t arrival_ps) const {
+  uint64_t t = 0;
+  for (const read_burst_arrivals& b : m_read_bursts) {
+    if (!b.hold || arrival_ps < b.first) continue;
+    // The last of its requests that came in by then.
+    uint64_t in = b.last;
+    if (arrival_ps < b.last && b.requests > 1) {
+      const uint64_t gap = (b.last - b.first) / (b.requests - 1);
+      in = gap ? b.first + (arrival_ps - b.first) / gap * gap : b.last;
+    }
+    t = std::max(t, in + b.hold);
+  }
+  return t;
 }
 
 sc_core::sc_time memory_completer::serve(transport::pcie_port& port, tlm::tlm_generic_payload& gp,

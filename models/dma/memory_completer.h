@@ -51,6 +51,19 @@ class memory_completer {
 
  private:
   uint64_t latency_ps() const { return pcie::ns_to_ps(m_timing.latency_ns); }
+  // Burst fidelity: a read burst's requests come in over its lag, and TLP by TLP each takes
+  // the data path from its arrival plus the access latency on; the path serves in arrival
+  // order. A request that comes in at `arrival_ps` goes after those that came in before it:
+  // no sooner than this (0: after no burst's). Taken for the whole burst when its first
+  // request came in, a host write that came in during a read burst's lag went ahead of the
+  // requests that came in before it: 9.8% fast (seed 1095).
+  uint64_t after_read_bursts(uint64_t arrival_ps) const;
+  struct read_burst_arrivals {
+    uint64_t first = 0, last = 0;  // when its first and last requests came in (evenly)
+    uint32_t requests = 0;
+    uint64_t hold = 0;  // how long after its arrival a request's data leaves the path (0: none)
+  };
+  read_burst_arrivals m_read_bursts[2];  // the last two, the newest first
 
   memory::backing_store& m_store;
   memory_timing m_timing;
