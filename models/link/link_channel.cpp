@@ -339,10 +339,7 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
     head.ext.meta.lag_ps = lag * (k - 1) / (n - 1);
     orig.ext.meta.lag_ps = lag - rest_lag;
     rest_ready = e.ready_ps + rest_lag;
-    if (!orig.ext.meta.told_at_last_start) {
-      orig.ext.meta.told_at_last_start = true;
-      orig.ext.meta.first_start_ps = at;
-    }
+    orig.ext.meta.tell_at_last_start(at);
     rest = &orig;
     e.gp = &head;
   }
@@ -425,10 +422,7 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
     // TLP by TLP, an endpoint hands over its next request when the one before it starts: for
     // a burst, when its last TLP does. Told at its first, a requester handed over its next
     // burst a whole burst early, older than what other jobs handed over meanwhile (seed 285).
-    if (!mm.told_at_last_start) {
-      mm.told_at_last_start = true;
-      mm.first_start_ps = at;
-    }
+    mm.tell_at_last_start(at);
     gp.acquire();  // the receiver may free it before then
     m_departures.push_back({at + mm.span_ps, &gp});
     wake_at(at + mm.span_ps, now);

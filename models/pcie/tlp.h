@@ -110,6 +110,12 @@ struct tlp_meta {
   // burst began to leave at `first_start_ps`.
   bool told_at_last_start = false;
   uint64_t first_start_ps = 0;
+  // Its sender is told of the departure late; the first time, it began to leave at `at`.
+  void tell_at_last_start(uint64_t at) {
+    if (told_at_last_start) return;
+    told_at_last_start = true;
+    first_start_ps = at;
+  }
   // Burst fidelity: how long after its first TLP its last one started on the link it left by
   // last (set as it leaves; 0 for a TLP).
   uint64_t span_ps = 0;
