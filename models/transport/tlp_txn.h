@@ -128,6 +128,9 @@ class tlp_pool : public tlm::tlm_mm_interface {
   // Sets a request burst's first_bytes and last_bytes from its header and unit.
   static void set_request_ends(tlp_txn& t);
   uint64_t tlps() const { return m_tlps; }  // TLPs they stand for (the run's TLP count)
+  // The most transactions alive at once (TLPs, at burst fidelity bursts): what the fabric
+  // held in flight at its fullest, the simulation's working set.
+  uint64_t peak_alive() const { return m_all.size(); }
   ~tlp_pool() override;
 
  private:

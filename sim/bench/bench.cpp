@@ -41,6 +41,7 @@ run_figures figures_of_run(const json& run_json) {
     f.fidelity = s.value("fidelity", "tlp");
     f.tlps += s.at("tlps").get<uint64_t>();
     f.hops += s.value("hops", uint64_t(0));
+    f.peak_in_flight = std::max(f.peak_in_flight, s.value("peak_in_flight", uint64_t(0)));
     f.simulated_ns += s.at("simulated_ns").get<uint64_t>();
     wall += h.at("wall_seconds").get<double>();
     f.data_wall_seconds += h.value("data_wall_seconds", 0.0);
@@ -62,6 +63,7 @@ json to_json(const run_figures& f) {
   return {{"fidelity", f.fidelity},
           {"tlps", f.tlps},
           {"hops", f.hops},
+          {"peak_in_flight", f.peak_in_flight},
           {"simulated_ns", f.simulated_ns},
           {"wall_seconds", f.wall_seconds},
           {"data_wall_seconds", f.data_wall_seconds},

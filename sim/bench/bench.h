@@ -20,6 +20,9 @@ struct run_figures {
   std::string fidelity;
   uint64_t tlps = 0;  // TLPs simulated (in burst fidelity: those the bursts stand for)
   uint64_t hops = 0;  // TLP-hops: link traversals, every link summed
+  // The most TLPs (bursts at burst fidelity) in flight at once, the largest of the runs':
+  // the working set a TLP-hop's cost grows with.
+  uint64_t peak_in_flight = 0;
   uint64_t simulated_ns = 0;
   // The simulation's own cost: the runs' wall time less data_wall_seconds.
   double wall_seconds = 0;

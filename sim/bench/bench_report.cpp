@@ -30,23 +30,24 @@ size_t name_width(const report& r) {
 
 void print_runs(std::ostream& os, const report& r) {
   const size_t w = name_width(r);
-  os << fmt::format("{:<{}}{:<11}{:>12}{:>13}{:>14}{:>10}{:>9}{:>11}{:>11}{:>10}{:>9}\n", "case", w,
-                    "fidelity", "TLPs", "TLP-hops", "simulated ms", "wall s", "data s", "TLPs/s",
-                    "hops/s", "RSS MiB", "GB/s");
+  os << fmt::format("{:<{}}{:<11}{:>12}{:>13}{:>11}{:>14}{:>10}{:>9}{:>11}{:>11}{:>10}{:>9}\n",
+                    "case", w, "fidelity", "TLPs", "TLP-hops", "in flight", "simulated ms",
+                    "wall s", "data s", "TLPs/s", "hops/s", "RSS MiB", "GB/s");
   for (const auto& c : r.cases) {
     for (const auto* run : {c.tlp ? &*c.tlp : nullptr, c.burst ? &*c.burst : nullptr}) {
       if (!run) continue;
       os << fmt::format(
-          "{:<{}}{:<11}{:>12}{:>13}{:>14.3f}{:>10.2f}{:>9.2f}{:>11}{:>11}{:>10}{:>9.2f}\n", c.name,
-          w, run->fidelity, run->tlps, run->hops, run->simulated_ns / 1e6, run->wall_seconds,
-          run->data_wall_seconds, si(run->tlps_per_second()), si(run->hops_per_second()),
-          mib(run->peak_rss_kib), run->gbps);
+          "{:<{}}{:<11}{:>12}{:>13}{:>11}{:>14.3f}{:>10.2f}{:>9.2f}{:>11}{:>11}{:>10}{:>9.2f}\n",
+          c.name, w, run->fidelity, run->tlps, run->hops, run->peak_in_flight,
+          run->simulated_ns / 1e6, run->wall_seconds, run->data_wall_seconds,
+          si(run->tlps_per_second()), si(run->hops_per_second()), mib(run->peak_rss_kib),
+          run->gbps);
     }
     if (c.tlp && c.burst)
-      os << fmt::format("{:<{}}{:<11}{:>12}{:>13}{:>14}{:>10}{:>9}{:>11}{:>11}{:>10}{:>+8.2f}%\n",
-                        c.name, w, "burst/tlp", "", "", "",
-                        fmt::format("x{:.2f}", c.burst_speedup()), "", "", "", "",
-                        c.gbps_difference_percent());
+      os << fmt::format(
+          "{:<{}}{:<11}{:>12}{:>13}{:>11}{:>14}{:>10}{:>9}{:>11}{:>11}{:>10}{:>+8.2f}%\n", c.name,
+          w, "burst/tlp", "", "", "", "", fmt::format("x{:.2f}", c.burst_speedup()), "", "", "", "",
+          c.gbps_difference_percent());
   }
   os << "\n";
 }

@@ -36,6 +36,7 @@ json to_json(const run_result& r) {
   j["sim"] = {{"simulated_ns", r.simulated_ns},
               {"tlps", r.tlps},
               {"hops", r.hops},
+              {"peak_in_flight", r.peak_in_flight},
               {"fidelity", r.fidelity}};
   // What the machine it ran on decides, the only fields that differ between two runs of the
   // same scenario and seed.
@@ -84,6 +85,7 @@ run_result run_result_from_json(const json& j) {
   r.simulated_ns = s.at("simulated_ns");
   r.tlps = s.at("tlps");
   r.hops = s.value("hops", uint64_t(0));
+  r.peak_in_flight = s.value("peak_in_flight", uint64_t(0));
   r.fidelity = s.value("fidelity", "tlp");
   const auto& h = j.at("host");
   r.wall_seconds = h.at("wall_seconds");

@@ -41,6 +41,8 @@ struct run_result {
   double wall_seconds = 0;
   uint64_t tlps = 0;  // TLPs simulated (in burst fidelity: the TLPs the bursts stand for)
   uint64_t hops = 0;  // TLP-hops: link traversals of those TLPs, every link summed
+  // The most TLPs (at burst fidelity, bursts) alive at once: sent and not yet freed.
+  uint64_t peak_in_flight = 0;
   std::string fidelity = "tlp";
   double data_wall_seconds = 0;  // of wall_seconds: filling source patterns, verifying bytes
   uint64_t peak_rss_kib = 0;  // the process's peak resident memory (machine-dependent, like wall)

@@ -383,6 +383,7 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.simulated_ns = uint64_t(sc_time_stamp().to_seconds() * 1e9 + 0.5);
   r.tlps = sys.pool().tlps();
+  r.peak_in_flight = sys.pool().peak_alive();
   r.fidelity = to_string(s.fidelity);
   for (const auto& l : sys.links())
     r.hops += l.link->downstream().stats().tlps + l.link->upstream().stats().tlps;

@@ -44,6 +44,12 @@ TEST_CASE("default scenario: switch only >= single CPU >= across QPI, write and 
   }
   REQUIRE(j["sim"]["tlps"].get<uint64_t>() > 0);
   REQUIRE(j["latency"].size() == 6);
+  // The topologies run one after the other: the fullest one's TLPs in flight, not a sum.
+  uint64_t fullest = 0;
+  for (const auto& r : j["runs"])
+    fullest = std::max(fullest, r["sim"]["peak_in_flight"].get<uint64_t>());
+  CHECK(fullest > 0);
+  CHECK(j["sim"]["peak_in_flight"] == fullest);
 }
 
 TEST_CASE("Sandy Bridge-EP: P2P read through the root complex is several times below write",

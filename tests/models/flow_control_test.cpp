@@ -47,3 +47,32 @@ TEST_CASE("a root complex that re-emits a burst in smaller TLPs frees it with th
   CHECK(r.stats["links"]["nic0"]["upstream"]["tlps"].get<uint64_t>() == (1 << 20) / 256);
   CHECK(r.stats["links"]["gpu0"]["downstream"]["tlps"].get<uint64_t>() == (1 << 20) / 64);
 }
+
+TEST_CASE("a run reports the TLPs in flight at its fullest: one for a single posted write",
+          "[credits]") {
+  auto r = p2psim::test::run_scenario("tests/data/models/burst_re_emit.yaml",
+                                      {"fidelity=tlp", "transfers.write.size=4B"});
+  CHECK(r.tlps == 1);
+  CHECK(r.peak_in_flight == 1);
+  CHECK(p2psim::core::to_json(r)["sim"]["peak_in_flight"] == 1);
+}
+
+TEST_CASE("TLPs in flight never exceed the path's posted header credits and the sender's one",
+          "[credits]") {
+  // A posted write lives from its DMA engine handing it to the link (one at a time: the next
+  // when it starts) until the GPU's memory absorbs it; in between it holds a posted header
+  // credit of the switch's ingress or of the GPU's (PCIe Base Spec 2.6.1).
+  auto r = p2psim::test::run_scenario(
+      "tests/data/models/write_read.yaml",
+      {"link.nic0.credits.ph=2", "link.gpu0.credits.ph=2", "transfers.read.size=4B"});
+  INFO("peak in flight " << r.peak_in_flight);
+  CHECK(r.peak_in_flight <= 1 + 2 + 2);
+  CHECK(r.peak_in_flight >= 3);  // the credits bind: both buffers fill
+}
+
+TEST_CASE("with the default credits the same write has more TLPs in flight", "[credits]") {
+  auto r =
+      p2psim::test::run_scenario("tests/data/models/write_read.yaml", {"transfers.read.size=4B"});
+  INFO("peak in flight " << r.peak_in_flight);
+  CHECK(r.peak_in_flight > 1 + 2 + 2);  // the bound above was the credits', not the workload's
+}

@@ -15,10 +15,13 @@ constexpr uint64_t MiB = 1ull << 20, GiB = 1ull << 30;
 json run_json(double wall, double data_wall) {
   json sim = {{"simulated_ns", 1000}, {"tlps", 400}, {"hops", 1300}, {"fidelity", "tlp"}};
   json host = {{"wall_seconds", wall}, {"data_wall_seconds", data_wall}, {"peak_rss_kib", 2048}};
+  json sim_a = sim, sim_b = sim;
+  sim_a["peak_in_flight"] = 9;
+  sim_b["peak_in_flight"] = 31;
   return {{"bandwidth",
            {{{"bytes", 3000}, {"seconds", 1e-6}, {"gbps", 3.0}},
             {{"bytes", 1000}, {"seconds", 1e-6}, {"gbps", 1.0}}}},
-          {"runs", {{{"sim", sim}, {"host", host}}, {{"sim", sim}, {"host", host}}}}};
+          {"runs", {{{"sim", sim_a}, {"host", host}}, {{"sim", sim_b}, {"host", host}}}}};
 }
 
 }  // namespace
@@ -31,6 +34,8 @@ TEST_CASE("bench: a run's figures are its topologies' sums, less the data wall",
   CHECK(f.wall_seconds == Approx(4.0));
   CHECK(f.data_wall_seconds == Approx(1.0));
   CHECK(f.peak_rss_kib == 2048);
+  CHECK(f.peak_in_flight == 31);  // the fuller topology's: they run one after the other
+  CHECK(to_json(f)["peak_in_flight"] == 31);
   CHECK(f.tlps_per_second() == Approx(200));
   CHECK(f.hops_per_second() == Approx(650));
   CHECK(f.bytes == 4000);

@@ -111,7 +111,7 @@ json combined_json(const core::scenario& sc, const std::vector<core::run_result>
   j["bandwidth"] = json::array();
   j["latency"] = json::array();
   j["runs"] = json::array();
-  uint64_t ns = 0, tlps = 0, hops = 0, rss = 0;
+  uint64_t ns = 0, tlps = 0, hops = 0, in_flight = 0, rss = 0;
   double data_wall = 0;
   for (const auto& r : runs) {
     json rj = core::to_json(r);
@@ -121,12 +121,14 @@ json combined_json(const core::scenario& sc, const std::vector<core::run_result>
     ns += r.simulated_ns;
     tlps += r.tlps;
     hops += r.hops;
+    in_flight = std::max(in_flight, r.peak_in_flight);  // the topologies run one by one
     rss = std::max(rss, r.peak_rss_kib);
     data_wall += r.data_wall_seconds;
   }
   j["sim"] = {{"simulated_ns", ns},
               {"tlps", tlps},
               {"hops", hops},
+              {"peak_in_flight", in_flight},
               {"fidelity", runs.empty() ? "tlp" : runs[0].fidelity}};
   j["host"] = {{"wall_seconds", wall}, {"data_wall_seconds", data_wall}, {"peak_rss_kib", rss}};
   return j;
