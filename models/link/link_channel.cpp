@@ -297,10 +297,24 @@ uint64_t link_channel::next_chance() {
 // requester's burst of N requests would take the link for N TLPs where its TLPs would have
 // taken turns with the other class one by one: a device's reads passed the completions its
 // completer had queued (gen-154: 26% more bandwidth than TLP fidelity).
+// A burst's mean time on the wire per TLP (its symbols, not its DLLPs).
+uint64_t link_channel::tlp_wire_ps(const tlm::tlm_generic_payload& gp) const {
+  const auto& h = transport::hdr(gp);
+  const auto& m = transport::meta(gp);
+  const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
+  uint64_t per_tlp =
+      m_timing.pcie_framing ? pcie::wire_bytes(h) - payload : m_timing.packet_overhead;
+  if (m_timing.ecrc && m_timing.pcie_framing && !h.ecrc) per_tlp += 4;
+  return std::max<uint64_t>(1,
+                            uint64_t((payload + per_tlp * m.tlps) * m_ps_per_wire_byte / m.tlps));
+}
+
 uint32_t link_channel::tlps_before_overtaken(const entry& e, uint64_t at) const {
   const auto& h = transport::hdr(*e.gp);
   const auto& m = transport::meta(*e.gp);
-  if (!m_requester_feed || m_order.choices || !m.burst || m.tlps < 2 || !m.unit) return 0;
+  if (m_order.choices || !m.burst || m.tlps < 2 || !m.unit) return 0;
+  // A forwarded burst whose TLPs were all ready at once is older than anything queued since.
+  if (!m_requester_feed && m.lag_ps < m.tlps - 1) return 0;
   if (h.type != pcie::tlp_type::mwr && h.type != pcie::tlp_type::mrd) return 0;
   if (pcie::count_requests(h.address, h.length, m.unit) != m.tlps) return 0;
   const int cls = int(pcie::fc_class_of(h.type));
@@ -309,13 +323,16 @@ uint32_t link_channel::tlps_before_overtaken(const entry& e, uint64_t at) const 
     if (c != cls && !m_queue[c].empty() && may_start(*m_queue[c].front().gp))
       soonest = std::min(soonest, m_queue[c].front().ready_ps);
   if (soonest == UINT64_MAX) return 0;
+  if (!m_requester_feed) {
+    // Forwarded: TLP j (from 0) joined this queue j * lag / (tlps - 1) after the first, as it
+    // came into the switch or root complex; TLP by TLP, the first that came in after the
+    // other class's TLP goes after it.
+    const uint64_t gap = m.lag_ps / (m.tlps - 1);
+    const uint64_t first_waiting = soonest < e.ready_ps ? 1 : (soonest - e.ready_ps) / gap + 1;
+    return first_waiting < m.tlps ? uint32_t(first_waiting) : 0;
+  }
   // TLP j (from 0) starts j TLP times after `at`; the first after the other is ready waits.
-  const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
-  uint64_t per_tlp =
-      m_timing.pcie_framing ? pcie::wire_bytes(h) - payload : m_timing.packet_overhead;
-  if (m_timing.ecrc && m_timing.pcie_framing && !h.ecrc) per_tlp += 4;
-  const uint64_t ser =
-      std::max<uint64_t>(1, uint64_t((payload + per_tlp * m.tlps) * m_ps_per_wire_byte / m.tlps));
+  const uint64_t ser = tlp_wire_ps(*e.gp);
   const uint64_t first_waiting =
       soonest <= at ? 1 : std::max<uint64_t>(1, (soonest - at + ser - 1) / ser);
   return first_waiting < m.tlps ? uint32_t(first_waiting) : 0;
@@ -328,6 +345,16 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   uint64_t rest_ready = 0;
   if (const uint32_t k = tlps_before_overtaken(e, at)) {
     transport::tlp_txn& orig = transport::txn(*e.gp);
+    if (!m_requester_feed && !orig.ext.meta.sender_told) {
+      // A switch or root complex frees a burst's ingress buffer when its first TLP leaves,
+      // cut or not: told now, while the burst still holds the credits it took there.
+      orig.ext.meta.sender_told = true;
+      // Its TLPs as they would go back to back: when a root complex's original TLP left.
+      orig.ext.meta.span_ps = (orig.ext.meta.tlps - 1) * tlp_wire_ps(orig);
+      tlm::tlm_phase bw = tlm::END_REQ;
+      sc_time leaves = transport::ps(at - now);
+      in->nb_transport_bw(orig, bw, leaves);
+    }
     const uint64_t address = orig.ext.hdr.address, end = address + orig.ext.hdr.length;
     const uint32_t unit = orig.ext.meta.unit, n = orig.ext.meta.tlps;
     const uint64_t cut = std::min(end, (address / unit + 1) * unit + uint64_t(k - 1) * unit);
@@ -339,7 +366,7 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
     head.ext.meta.lag_ps = lag * (k - 1) / (n - 1);
     orig.ext.meta.lag_ps = lag - rest_lag;
     rest_ready = e.ready_ps + rest_lag;
-    orig.ext.meta.tell_at_last_start(at);
+    if (m_requester_feed) orig.ext.meta.tell_at_last_start(at);
     rest = &orig;
     e.gp = &head;
   }
@@ -417,7 +444,11 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   tlm::tlm_phase fw = tlm::BEGIN_REQ;
   sc_time arrive = transport::ps(at - now + first_ser + m_timing.latency_ps);
   out->nb_transport_fw(gp, fw, arrive);
-  if (rest) return;  // the sender learns of the departure when the last piece starts
+  if (rest) return;      // the sender learns of the departure when the last piece starts
+  if (mm.sender_told) {  // a forwarded burst's last piece: its sender knows already
+    mm.sender_told = false;
+    return;
+  }
   if (m_requester_feed && m.tlps > 1 && mm.span_ps && !pcie::is_completion(h.type)) {
     // TLP by TLP, an endpoint hands over its next request when the one before it starts: for
     // a burst, when its last TLP does. Told at its first, a requester handed over its next

@@ -148,6 +148,7 @@ class link_channel : public sc_core::sc_module,
   void start(entry e, uint64_t at, uint64_t now);
   // Burst fidelity: how many of burst `e`'s TLPs, starting at `at`, go before a TLP queued
   // in another class would pass the rest of them (0: all of them go).
+  uint64_t tlp_wire_ps(const tlm::tlm_generic_payload& gp) const;
   uint32_t tlps_before_overtaken(const entry& e, uint64_t at) const;
   bool start_ahead(uint64_t now);
   int oldest_class() const;  // of the oldest queued TLP (-1: none)

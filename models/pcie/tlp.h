@@ -109,6 +109,11 @@ struct tlp_meta {
   // or the link sent the first TLPs ahead of the rest (link_channel start()); either way the
   // burst began to leave at `first_start_ps`.
   bool told_at_last_start = false;
+  // Burst fidelity: a forwarded burst that a link cut (link_channel start()): its sender, a
+  // switch or root complex, was told of its departure when its first TLP started, as for a
+  // burst not cut, so the rest queued again does not tell it a second time (its ingress
+  // buffer, and the credits the whole burst took, would be freed twice).
+  bool sender_told = false;
   uint64_t first_start_ps = 0;
   // Its sender is told of the departure late; the first time, it began to leave at `at`.
   void tell_at_last_start(uint64_t at) {

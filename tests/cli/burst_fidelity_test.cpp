@@ -1,6 +1,7 @@
 // Burst fidelity against TLP fidelity on the same scenarios: the same TLPs and TLP-hops
 // accounted, every byte delivered and verified, and bandwidth within 2%.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -51,6 +52,31 @@ TEST_CASE("burst fidelity: 1 MiB transfers within 2% of TLP fidelity", "[cli][bu
 
 TEST_CASE("burst fidelity: concurrent streams on shared links within 2%", "[cli][burst]") {
   compare("scenarios/layouts.yaml");
+}
+
+TEST_CASE("burst fidelity: forwarded bursts take turns with other classes on a busy 16-GPU machine",
+          "[cli][burst]") {
+  // 256 streams at once through 8 switches: on a switch's or root port's egress, a forwarded
+  // write or read-request burst goes only up to its first TLP that came into the switch after
+  // a TLP of another class queued there (docs/architecture.md, "Taking turns with other
+  // classes"). Sent whole, the bursts' streams were 2.0% off TLP fidelity on average, 62 of
+  // the 256 within 1%; now 1.2%, 175 within 1%. The rest is the classes the run warns of.
+  const std::string scenario = "tests/data/scenarios/scale_16gpu_eighth.yaml";
+  const auto tlp = run(scenario, "tlp");
+  const auto burst = run(scenario, "burst");
+  REQUIRE(tlp["bandwidth"].size() == 256);
+  REQUIRE(burst["bandwidth"].size() == 256);
+  double sum = 0;
+  int within_1 = 0;
+  for (size_t i = 0; i < 256; ++i) {
+    const double t = tlp["bandwidth"][i]["gbps"], b = burst["bandwidth"][i]["gbps"];
+    const double gap = std::abs(b - t) / t;
+    sum += gap;
+    within_1 += gap <= 0.01;
+  }
+  INFO("mean gap " << sum / 256 * 100 << "%, " << within_1 << " of 256 within 1%");
+  CHECK(sum / 256 < 0.015);
+  CHECK(within_1 >= 128);
 }
 
 TEST_CASE("burst fidelity: reads limited by their tags stay within 3%", "[cli][burst]") {
