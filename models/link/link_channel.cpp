@@ -414,7 +414,13 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   };
   const uint64_t first_ser = end_ser(mm.first_bytes), last_ser = end_ser(mm.last_bytes);
   const uint64_t last_dllps_ser = mm.tlps > 1 ? (ser - tlp_ser) / mm.tlps : ser - tlp_ser;
-  const uint64_t tlps_end = std::max(at + ser - last_dllps_ser, at + mm.lag_ps + last_ser);
+  // The lag runs from when the first TLP was ready here, not from when the burst starts: a
+  // burst that waited in the queue has had its TLPs come in meanwhile. Counted from its
+  // start, a 64 KiB burst forwarded from a Gen3 x4 link onto a Gen3 x8 one held the wire for
+  // the x4 time again after waiting, and two such writers into one GPU got half of TLP
+  // fidelity's bandwidth (tests/data/generated/burst_lag_elapsed_in_queue.yaml).
+  const uint64_t tlps_end =
+      std::max(at + ser - last_dllps_ser, std::max(at, e.ready_ps + mm.lag_ps) + last_ser);
   // The last DLLPs follow the TLPs, or fill the gaps of a burst that trickles in.
   m_busy_until = std::max(at + ser, tlps_end);
   m_holds.started(m.stream, m.tlps, e.ready_ps, at, tlps_end, ser, int(pcie::fc_class_of(h.type)));
