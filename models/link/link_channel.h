@@ -146,10 +146,13 @@ class link_channel : public sc_core::sc_module,
   slot pick_explored(uint64_t now, uint64_t& wake_at, pcie::choice_source& choices);
   // Sends `e`, starting at `at` (now, or later when scheduled ahead).
   void start(entry e, uint64_t at, uint64_t now);
-  // Burst fidelity: how many of burst `e`'s TLPs, starting at `at`, go before a TLP queued
-  // in another class would pass the rest of them (0: all of them go).
-  uint64_t tlp_wire_ps(const tlm::tlm_generic_payload& gp) const;
+  uint64_t tlp_overhead_bytes(const pcie::tlp_header& h) const;    // framing, header, digest
+  uint64_t tlp_wire_ps(const tlm::tlm_generic_payload& gp) const;  // per TLP of a burst
+  // Burst fidelity (link_channel_bursts.cpp): how many of burst `e`'s TLPs, starting at `at`,
+  // go before a TLP queued in another class would pass the rest of them (0: all of them go),
+  // and the cut itself: `e` becomes its first TLPs, the rest is returned (null: not cut).
   uint32_t tlps_before_overtaken(const entry& e, uint64_t at) const;
+  tlm::tlm_generic_payload* cut_burst(entry& e, uint64_t at, uint64_t now, uint64_t& rest_ready);
   bool start_ahead(uint64_t now);
   int oldest_class() const;  // of the oldest queued TLP (-1: none)
   uint64_t next_chance();

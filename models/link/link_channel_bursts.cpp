@@ -1,0 +1,107 @@
+// A link_channel's burst fidelity rules for cutting a burst short: where a TLP queued in
+// another class would go before the rest of its TLPs, as TLP by TLP (docs/architecture.md,
+// "Taking turns with other classes").
+#include <algorithm>
+
+#include "models/link/link_channel.h"
+#include "models/pcie/link_timing.h"
+#include "models/pcie/split.h"
+#include "models/transport/sim_clock.h"
+#include "models/transport/tlp_txn.h"
+
+namespace p2psim::link {
+
+using namespace sc_core;
+
+// Framing, header and digest: what each TLP adds to its payload on the wire.
+uint64_t link_channel::tlp_overhead_bytes(const pcie::tlp_header& h) const {
+  const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
+  uint64_t per_tlp =
+      m_timing.pcie_framing ? pcie::wire_bytes(h) - payload : m_timing.packet_overhead;
+  if (m_timing.ecrc && m_timing.pcie_framing && !h.ecrc) per_tlp += 4;  // TLP digest
+  return per_tlp;
+}
+
+// A burst's mean time on the wire per TLP (its symbols, not its DLLPs).
+uint64_t link_channel::tlp_wire_ps(const tlm::tlm_generic_payload& gp) const {
+  const auto& h = transport::hdr(gp);
+  const auto& m = transport::meta(gp);
+  const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
+  return std::max<uint64_t>(
+      1, uint64_t((payload + tlp_overhead_bytes(h) * m.tlps) * m_ps_per_wire_byte / m.tlps));
+}
+
+// TLP by TLP, an endpoint's requester hands its link a request when the one before it
+// starts, so each is younger than everything the link had queued by then, and the arbiter
+// (oldest first) sends a TLP queued in another class before it once that TLP is ready. A
+// burst of requests stands for such a run of TLPs: it goes up to the first of its TLPs that
+// a TLP queued in another class, ready and with its credits by then, would go before; the
+// rest waits, younger than what is queued now (start() queues it again). Without this a
+// requester's burst of N requests would take the link for N TLPs where its TLPs would have
+// taken turns with the other class one by one: a device's reads passed the completions its
+// completer had queued (gen-154: 26% more bandwidth than TLP fidelity).
+uint32_t link_channel::tlps_before_overtaken(const entry& e, uint64_t at) const {
+  const auto& h = transport::hdr(*e.gp);
+  const auto& m = transport::meta(*e.gp);
+  if (m_order.choices || !m.burst || m.tlps < 2 || !m.unit) return 0;
+  // A forwarded burst whose TLPs were all ready at once is older than anything queued since.
+  if (!m_requester_feed && m.lag_ps < m.tlps - 1) return 0;
+  if (h.type != pcie::tlp_type::mwr && h.type != pcie::tlp_type::mrd) return 0;
+  if (pcie::count_requests(h.address, h.length, m.unit) != m.tlps) return 0;
+  const int cls = int(pcie::fc_class_of(h.type));
+  uint64_t soonest = UINT64_MAX;
+  for (int c = 0; c < pcie::fc_class_count; ++c)
+    if (c != cls && !m_queue[c].empty() && may_start(*m_queue[c].front().gp))
+      soonest = std::min(soonest, m_queue[c].front().ready_ps);
+  if (soonest == UINT64_MAX) return 0;
+  if (!m_requester_feed) {
+    // Forwarded: TLP j (from 0) joined this queue j * lag / (tlps - 1) after the first, as it
+    // came into the switch or root complex; TLP by TLP, the first that came in after the
+    // other class's TLP goes after it.
+    const uint64_t gap = m.lag_ps / (m.tlps - 1);
+    const uint64_t first_waiting = soonest < e.ready_ps ? 1 : (soonest - e.ready_ps) / gap + 1;
+    return first_waiting < m.tlps ? uint32_t(first_waiting) : 0;
+  }
+  // TLP j (from 0) starts j TLP times after `at`; the first after the other is ready waits.
+  const uint64_t ser = tlp_wire_ps(*e.gp);
+  const uint64_t first_waiting =
+      soonest <= at ? 1 : std::max<uint64_t>(1, (soonest - at + ser - 1) / ser);
+  return first_waiting < m.tlps ? uint32_t(first_waiting) : 0;
+}
+
+// Its first TLPs go now as a new burst (`e` becomes it); the rest, the original transaction,
+// is returned to be queued again, with `rest_ready` when its first TLP is ready. An
+// endpoint's request burst tells its sender of the departure when its last piece starts; a
+// forwarded one tells the switch or root complex now, once.
+tlm::tlm_generic_payload* link_channel::cut_burst(entry& e, uint64_t at, uint64_t now,
+                                                  uint64_t& rest_ready) {
+  const uint32_t k = tlps_before_overtaken(e, at);
+  if (!k) return nullptr;
+  transport::tlp_txn& orig = transport::txn(*e.gp);
+  if (!m_requester_feed && !orig.ext.meta.sender_told) {
+    // A switch or root complex frees a burst's ingress buffer when its first TLP leaves,
+    // cut or not: told now, while the burst still holds the credits it took there.
+    orig.ext.meta.sender_told = true;
+    // Its TLPs as they would go back to back: when a root complex's original TLP left.
+    orig.ext.meta.span_ps = (orig.ext.meta.tlps - 1) * tlp_wire_ps(orig);
+    tlm::tlm_phase bw = tlm::END_REQ;
+    sc_time leaves = transport::ps(at - now);
+    in->nb_transport_bw(orig, bw, leaves);
+  }
+  const uint64_t address = orig.ext.hdr.address, end = address + orig.ext.hdr.length;
+  const uint32_t unit = orig.ext.meta.unit, n = orig.ext.meta.tlps;
+  const uint64_t cut = std::min(end, (address / unit + 1) * unit + uint64_t(k - 1) * unit);
+  const uint64_t lag = orig.ext.meta.lag_ps;
+  transport::tlp_txn& head =
+      transport::tlp_pool::of(orig).split_burst(orig, k, uint32_t(cut - address));
+  // The TLPs become ready evenly over the lag.
+  const uint64_t rest_lag = lag * k / (n - 1);
+  head.ext.meta.lag_ps = lag * (k - 1) / (n - 1);
+  orig.ext.meta.lag_ps = lag - rest_lag;
+  rest_ready = e.ready_ps + rest_lag;
+  if (m_requester_feed) orig.ext.meta.tell_at_last_start(at);
+  e.gp = &head;
+  return &orig;
+}
+
+}  // namespace p2psim::link
