@@ -65,7 +65,7 @@ tlm::tlm_sync_enum link_channel::nb_transport_fw(tlm::tlm_generic_payload& gp, t
                            std::to_string(ready) + " ps, before " + std::to_string(m_promised_ps) +
                            " ps: its sender promised none would be");
   auto c = int(pcie::fc_class_of(transport::hdr(gp).type));
-  m_queue[c].push_back({&gp, ready, m_seq++});
+  m_queue[c].push_back({&gp, ready, m_seq++, now});
   uint64_t depth = m_queue[0].size() + m_queue[1].size() + m_queue[2].size();
   if (!m_started_ahead.empty()) depth += settle_started_ahead(now);
   m_stats.max_queue_tlps = std::max(m_stats.max_queue_tlps, depth);
@@ -78,7 +78,10 @@ tlm::tlm_sync_enum link_channel::nb_transport_bw(tlm::tlm_generic_payload& gp, t
   // The receiver freed the buffer: its UpdateFC reaches us one propagation latency later.
   const auto& h = transport::hdr(gp);
   uint64_t arrival = transport::now_ps() + transport::to_ps(d) + m_timing.latency_ps;
-  m_credits.schedule_return(pcie::fc_class_of(h.type), credit_cost_of(gp), arrival);
+  auto& m = transport::meta(gp);
+  m_credits.schedule_return_spread(pcie::fc_class_of(h.type), credit_cost_of(gp), arrival, m.tlps,
+                                   m.frees_over_ps);
+  m.frees_over_ps = 0;
   if (!m_pumping) pump();
   return tlm::TLM_ACCEPTED;
 }
@@ -291,7 +294,9 @@ uint64_t link_channel::next_chance() {
 void link_channel::start(entry e, uint64_t at, uint64_t now) {
   // A burst cut short: its first TLPs go now, the rest is queued again (below).
   uint64_t rest_ready = 0;
+  const uint64_t queued = e.queued_ps, ready = e.ready_ps;
   tlm::tlm_generic_payload* rest = cut_burst(e, at, now, rest_ready);
+  const uint64_t rest_queued = queued + (rest_ready - ready);  // its first came in later
   auto& gp = *e.gp;
   auto& h = transport::hdr(gp);
   const auto& m = transport::meta(gp);
@@ -299,7 +304,8 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   // Ready, the serializer free, and still it did not go: the receiver had no room for it
   // (or for an older TLP it may not pass).
   counts.credit_stall = at > std::max(e.ready_ps, m_busy_until);
-  m_credits.consume(pcie::fc_class_of(h.type), credit_cost_of(gp));
+  const auto cls = pcie::fc_class_of(h.type);
+  m_credits.consume(cls, credit_cost_of(gp));
   const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
   const uint64_t per_tlp = tlp_overhead_bytes(h);
   // A burst pays every one of its TLPs' framing, header and digest.
@@ -343,7 +349,7 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
       std::max(at + ser - last_dllps_ser, std::max(at, e.ready_ps + mm.lag_ps) + last_ser);
   // The last DLLPs follow the TLPs, or fill the gaps of a burst that trickles in.
   m_busy_until = std::max(at + ser, tlps_end);
-  m_holds.started(m.stream, m.tlps, e.ready_ps, at, tlps_end, ser, int(pcie::fc_class_of(h.type)));
+  m_holds.started(m.stream, m.tlps, e.ready_ps, at, tlps_end, ser, int(cls));
   mm.last_ser_ps = first_ser;
   mm.tail_ser_ps = last_ser;
   mm.lag_ps = tlps_end - (at + first_ser);
@@ -355,16 +361,16 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   counts.dllps = dllps_due;
   counts.busy_ps = ser;
   if (!m_demand.empty())
-    m_demand[size_t(pcie::fc_class_of(h.type))].sent(at, tlps_end - first_ser, m.tlps,
-                                                     credit_cost_of(gp).data, first_ser);
+    m_demand[size_t(cls)].sent(at, tlps_end - first_ser, m.tlps, credit_cost_of(gp).data,
+                               first_ser);
   if (at > now)
     m_started_ahead.push_back({at, counts});  // counted when it starts
   else
     count(m_stats, counts);
 
   if (rest) {  // younger than everything queued now; its class's first still
-    auto& q = m_queue[int(pcie::fc_class_of(h.type))];
-    q.insert(q.begin(), {rest, std::max(rest_ready, m_busy_until), m_seq++});
+    auto& q = m_queue[int(cls)];
+    q.insert(q.begin(), {rest, std::max(rest_ready, m_busy_until), m_seq++, rest_queued});
   }
   // The TLP's tail arrives when its own symbols are through (DLLPs follow it).
   tlm::tlm_phase fw = tlm::BEGIN_REQ;
@@ -385,9 +391,12 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
     wake_at(at + mm.span_ps, now);
     return;
   }
+  // A switch or root complex that frees the burst's buffer now frees it TLP by TLP.
+  if (!m_requester_feed) mm.frees_over_ps = mm.span_ps;
   tlm::tlm_phase bw = tlm::END_REQ;
   sc_time leaves = transport::ps(at - now);
   in->nb_transport_bw(gp, bw, leaves);
+  mm.frees_over_ps = 0;  // one that frees it later, or an endpoint downstream, frees it whole
 }
 
 void link_channel::tell_departures(uint64_t up_to) {

@@ -130,6 +130,7 @@ class link_channel : public sc_core::sc_module,
     tlm::tlm_generic_payload* gp;
     uint64_t ready_ps;
     uint64_t seq;
+    uint64_t queued_ps;  // when it was handed over
   };
   // The sender hands a TLP over through `in` (BEGIN_REQ).
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,

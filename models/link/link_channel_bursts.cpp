@@ -49,19 +49,30 @@ uint32_t link_channel::tlps_before_overtaken(const entry& e, uint64_t at) const 
   if (h.type != pcie::tlp_type::mwr && h.type != pcie::tlp_type::mrd) return 0;
   if (pcie::count_requests(h.address, h.length, m.unit) != m.tlps) return 0;
   const int cls = int(pcie::fc_class_of(h.type));
+  if (!m_requester_feed) {
+    // Forwarded: TLP j (from 0) joined this queue j * lag / (tlps - 1) after the first, as it
+    // came into the switch or root complex; TLP by TLP, the first that came in after the
+    // other class's TLP was handed over, and would start once that is ready, goes after it.
+    // Handed over, not ready: a root complex hands a completion over as it reads memory
+    // (ready when the read is done), and a write that comes in meanwhile is younger.
+    const uint64_t gap = m.lag_ps / (m.tlps - 1), ser = tlp_wire_ps(*e.gp);
+    uint64_t first_waiting = m.tlps;
+    for (int c = 0; c < pcie::fc_class_count; ++c) {
+      if (c == cls || m_queue[c].empty() || !may_start(*m_queue[c].front().gp)) continue;
+      const entry& o = m_queue[c].front();
+      const uint64_t younger =
+          o.queued_ps < e.queued_ps ? 1 : (o.queued_ps - e.queued_ps) / gap + 1;
+      const uint64_t after_ready =
+          o.ready_ps <= at ? 1 : std::max<uint64_t>(1, (o.ready_ps - at + ser - 1) / ser);
+      first_waiting = std::min(first_waiting, std::max(younger, after_ready));
+    }
+    return first_waiting < m.tlps ? uint32_t(first_waiting) : 0;
+  }
   uint64_t soonest = UINT64_MAX;
   for (int c = 0; c < pcie::fc_class_count; ++c)
     if (c != cls && !m_queue[c].empty() && may_start(*m_queue[c].front().gp))
       soonest = std::min(soonest, m_queue[c].front().ready_ps);
   if (soonest == UINT64_MAX) return 0;
-  if (!m_requester_feed) {
-    // Forwarded: TLP j (from 0) joined this queue j * lag / (tlps - 1) after the first, as it
-    // came into the switch or root complex; TLP by TLP, the first that came in after the
-    // other class's TLP goes after it.
-    const uint64_t gap = m.lag_ps / (m.tlps - 1);
-    const uint64_t first_waiting = soonest < e.ready_ps ? 1 : (soonest - e.ready_ps) / gap + 1;
-    return first_waiting < m.tlps ? uint32_t(first_waiting) : 0;
-  }
   // TLP j (from 0) starts j TLP times after `at`; the first after the other is ready waits.
   const uint64_t ser = tlp_wire_ps(*e.gp);
   const uint64_t first_waiting =
@@ -84,9 +95,11 @@ tlm::tlm_generic_payload* link_channel::cut_burst(entry& e, uint64_t at, uint64_
     orig.ext.meta.sender_told = true;
     // Its TLPs as they would go back to back: when a root complex's original TLP left.
     orig.ext.meta.span_ps = (orig.ext.meta.tlps - 1) * tlp_wire_ps(orig);
+    orig.ext.meta.frees_over_ps = orig.ext.meta.span_ps;
     tlm::tlm_phase bw = tlm::END_REQ;
     sc_time leaves = transport::ps(at - now);
     in->nb_transport_bw(orig, bw, leaves);
+    orig.ext.meta.frees_over_ps = 0;
   }
   const uint64_t address = orig.ext.hdr.address, end = address + orig.ext.hdr.length;
   const uint32_t unit = orig.ext.meta.unit, n = orig.ext.meta.tlps;

@@ -20,15 +20,33 @@ credit_gate::credit_gate(const credit_limits& l) : m_limits(l) {
 
 void credit_gate::absorb(time_ps now) {
   while (!m_pending.empty() && m_pending.front().arrival <= now) {
-    const pending_return& r = m_pending.front();
-    pool& p = m_avail[int(r.cls)];
-    p.header += r.cost.header;
-    p.data += r.cost.data;
+    pending_return r = m_pending.front();
     m_pending.pop_front();
+    const uint32_t left = r.tlps - r.done;
+    const uint32_t k =
+        r.step ? uint32_t(std::min<time_ps>(left, (now - r.arrival) / r.step + 1)) : left;
+    const credit_cost got = still_to_come(r, k);
+    pool& p = m_avail[int(r.cls)];
+    p.header += got.header;
+    p.data += got.data;
+    if (k == left) continue;
+    r.done += k;
+    r.arrival += k * r.step;
+    insert(r);
   }
 }
 
-bool credit_gate::can_start_burst(fc_class c, credit_cost cost) const {
+credit_cost credit_gate::first_of(const pending_return& r, uint32_t k) {
+  return {uint32_t(uint64_t(r.cost.header) * k / r.tlps),
+          uint32_t(uint64_t(r.cost.data) * k / r.tlps)};
+}
+
+credit_cost credit_gate::still_to_come(const pending_return& r, uint32_t k) {
+  const credit_cost to = first_of(r, r.done + k), had = first_of(r, r.done);
+  return {to.header - had.header, to.data - had.data};
+}
+
+credit_balance credit_gate::start_need(fc_class c, credit_cost cost) const {
   const pool& p = m_avail[int(c)];
   const credit_balance limit = limits_of(c);
   // Two such bursts fit the advertised buffer: the sender keeps two in flight without going
@@ -38,9 +56,10 @@ bool credit_gate::can_start_burst(fc_class c, credit_cost cost) const {
                        (p.inf_data || 2 * uint64_t(cost.data) <= uint64_t(limit.data));
   if (two_fit || cost.header <= 1) {  // a burst of one TLP is that TLP
     const uint32_t tlps = std::max(1u, cost.header);
-    return can_send(c, credit_cost{1, (cost.data + tlps - 1) / tlps});
+    return {1, (cost.data + tlps - 1) / tlps};
   }
-  return (p.inf_header || p.header + cost.header > 0) && (p.inf_data || p.data + cost.data > 0);
+  // Less than one burst owed beyond the advertised buffer: available + cost > 0.
+  return {1 - int64_t(cost.header), 1 - int64_t(cost.data)};
 }
 
 void credit_gate::consume(fc_class c, credit_cost cost) {
@@ -50,17 +69,28 @@ void credit_gate::consume(fc_class c, credit_cost cost) {
 }
 
 void credit_gate::schedule_return(fc_class c, credit_cost cost, time_ps arrival) {
-  const pool& p = m_avail[int(c)];
+  insert({arrival, c, cost});
+}
+
+void credit_gate::schedule_return_spread(fc_class c, credit_cost cost, time_ps arrival,
+                                         uint32_t tlps, time_ps span) {
+  if (tlps < 2 || !span) return insert({arrival, c, cost});
+  insert({arrival, c, cost, tlps, 0, span / (tlps - 1)});
+}
+
+void credit_gate::insert(const pending_return& r) {
+  const pool& p = m_avail[int(r.cls)];
   if (p.inf_header && p.inf_data) return;
-  if (p.inf_header) cost.header = 0;
-  if (p.inf_data) cost.data = 0;
-  if (m_pending.empty() || m_pending.back().arrival <= arrival) {
-    m_pending.push_back({arrival, c, cost});
+  pending_return x = r;
+  if (p.inf_header) x.cost.header = 0;
+  if (p.inf_data) x.cost.data = 0;
+  if (m_pending.empty() || m_pending.back().arrival <= x.arrival) {
+    m_pending.push_back(x);
     return;
   }
   auto at = m_pending.end();
-  while (at != m_pending.begin() && std::prev(at)->arrival > arrival) --at;
-  m_pending.insert(at, {arrival, c, cost});
+  while (at != m_pending.begin() && std::prev(at)->arrival > x.arrival) --at;
+  m_pending.insert(at, x);
 }
 
 credit_balance credit_gate::limits_of(fc_class c) const {
@@ -81,8 +111,9 @@ credit_balance credit_gate::outstanding(fc_class c) const {
   b.data = p.inf_data ? 0 : b.data - p.data;
   for (const pending_return& r : m_pending)
     if (r.cls == c) {
-      b.header -= r.cost.header;
-      b.data -= r.cost.data;
+      const credit_cost rest = still_to_come(r, r.tlps - r.done);
+      b.header -= rest.header;
+      b.data -= rest.data;
     }
   return b;
 }

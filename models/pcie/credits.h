@@ -54,10 +54,14 @@ class credit_gate {
   // credits, as that TLP would. A larger one may start while less than one burst is owed beyond the
   // advertised buffer (available + cost > 0): a receiver holds two bursts at a time, double
   // buffering at burst granularity. consume() then takes the pool below zero.
-  bool can_start_burst(fc_class c, credit_cost cost) const;
+  bool can_start_burst(fc_class c, credit_cost cost) const { return has(c, start_need(c, cost)); }
   void consume(fc_class c, credit_cost cost);
   // The receiver freed `cost` of class `c`; the transmitter sees it at `arrival`.
   void schedule_return(fc_class c, credit_cost cost, time_ps arrival);
+  // The same, `tlps` TLPs' worth coming back evenly, the first at `arrival` and the last
+  // `span` later.
+  void schedule_return_spread(fc_class c, credit_cost cost, time_ps arrival, uint32_t tlps,
+                              time_ps span);
   // Earliest pending return, or 0 when none is pending.
   time_ps next_return() const { return m_pending.empty() ? 0 : m_pending.front().arrival; }
   bool infinite(fc_class c) const;
@@ -76,11 +80,25 @@ class credit_gate {
   };
   void absorb(time_ps now);
   credit_balance limits_of(fc_class c) const;  // advertised (0: infinite)
+  // Credits on their way back: `tlps` TLPs' worth of `cost` in all, TLP j's at
+  // `arrival` + j * `step` (a burst a switch freed TLP by TLP as its TLPs left). `arrival` is
+  // that of the first TLP still to come (`done` have).
   struct pending_return {
     time_ps arrival;
     fc_class cls;
     credit_cost cost;
+    uint32_t tlps = 1, done = 0;
+    time_ps step = 0;
   };
+  // The least credits of class `c` that let a burst of `cost` start (can_start_burst).
+  credit_balance start_need(fc_class c, credit_cost cost) const;
+  bool has(fc_class c, credit_balance need) const {  // the pool holds `need`
+    const pool& p = m_avail[int(c)];
+    return (p.inf_header || p.header >= need.header) && (p.inf_data || p.data >= need.data);
+  }
+  static credit_cost first_of(const pending_return& r, uint32_t k);       // its first k TLPs' worth
+  static credit_cost still_to_come(const pending_return& r, uint32_t k);  // its next k TLPs'
+  void insert(const pending_return& r);
   std::array<pool, fc_class_count> m_avail;
   credit_limits m_limits;
   // By arrival. A receiver frees buffers nearly in the order it got them, so a return almost

@@ -124,6 +124,10 @@ struct tlp_meta {
   // Burst fidelity: how long after its first TLP its last one started on the link it left by
   // last (set as it leaves; 0 for a TLP).
   uint64_t span_ps = 0;
+  // Burst fidelity: a switch or root complex frees a burst's ingress buffer TLP by TLP as its
+  // TLPs leave, the last this long after the first (0: all at once); the link it came by
+  // gets the credits back at that pace.
+  uint64_t frees_over_ps = 0;
 };
 
 }  // namespace p2psim::pcie

@@ -1,6 +1,10 @@
 // Transmitter-side credit-based flow control (PCIe Base Spec 2.6.1; models/pcie/credits.h).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <random>
+#include <vector>
+
 #include "models/pcie/credits.h"
 
 using namespace p2psim::pcie;
@@ -238,4 +242,70 @@ TEST_CASE("credits: a burst of one TLP waits for that TLP's credits", "[pcie][cr
   CHECK_FALSE(g.can_start_burst(fc_class::posted, tlp_4k));  // 249 free: as TLP by TLP
   // A burst of two such TLPs is more than half the buffer: double-buffered.
   CHECK(g.can_start_burst(fc_class::posted, credit_cost{2, 512}));
+}
+
+TEST_CASE("credits: a burst freed TLP by TLP comes back TLP by TLP", "[pcie][credits][burst]") {
+  // A switch frees a forwarded burst's ingress buffer as each of its TLPs leaves: 4 TLPs of
+  // 256 B, the first back at 1000 ps, one every 100 ps.
+  credit_limits l;
+  l.ph = 8;
+  l.pd = 128;
+  credit_gate g(l);
+  g.consume(fc_class::posted, credit_cost{8, 128});
+  g.schedule_return_spread(fc_class::posted, credit_cost{4, 64}, 1000, 4, 300);
+  CHECK(g.next_return() == 1000);
+  g.advance(999);
+  CHECK(g.data_available(fc_class::posted) == 0);
+  g.advance(1000);
+  CHECK(g.header_available(fc_class::posted) == 1);
+  CHECK(g.data_available(fc_class::posted) == 16);
+  CHECK(g.next_return() == 1100);
+  g.advance(1250);  // the second and third
+  CHECK(g.data_available(fc_class::posted) == 48);
+  CHECK(g.outstanding(fc_class::posted).data == 64);  // the fourth on its way counts as back
+  g.advance(1300);
+  CHECK(g.data_available(fc_class::posted) == 64);
+  CHECK(g.next_return() == 0);
+  // Of one TLP, or over no time, it comes back whole.
+  g.schedule_return_spread(fc_class::posted, credit_cost{2, 32}, 2000, 2, 0);
+  g.advance(2000);
+  CHECK(g.data_available(fc_class::posted) == 96);
+}
+
+TEST_CASE("credits: a spread return gives what its TLPs returned one by one would",
+          "[pcie][credits][burst]") {
+  // Reference: the same returns, each TLP's share on its own at its own time.
+  std::mt19937_64 rng(18);
+  for (int round = 0; round < 200; ++round) {
+    credit_limits l;
+    l.ph = 1000;
+    l.pd = 100000;
+    credit_gate spread(l), single(l);
+    spread.consume(fc_class::posted, credit_cost{1000, 100000});
+    single.consume(fc_class::posted, credit_cost{1000, 100000});
+    uint64_t t = 0;
+    for (int i = 0; i < 20; ++i) {
+      const uint32_t tlps = 1 + uint32_t(rng() % 8);
+      const uint32_t data = tlps * uint32_t(1 + rng() % 64) - uint32_t(rng() % tlps);
+      const uint64_t at = t + rng() % 400, step = rng() % 100;
+      spread.schedule_return_spread(fc_class::posted, credit_cost{tlps, data}, at, tlps,
+                                    step * (tlps - 1));
+      for (uint32_t j = 0; j < tlps;
+           ++j)  // TLP j's share: what the first j+1 have less the first j
+        single.schedule_return(
+            fc_class::posted,
+            credit_cost{1, uint32_t(uint64_t(data) * (j + 1) / tlps - uint64_t(data) * j / tlps)},
+            at + j * step);
+      t += rng() % 300;
+      const uint64_t probe = t + rng() % 500;
+      spread.advance(probe);
+      single.advance(probe);
+      INFO("round " << round << " return " << i << " at " << probe);
+      REQUIRE(spread.header_available(fc_class::posted) ==
+              single.header_available(fc_class::posted));
+      REQUIRE(spread.data_available(fc_class::posted) == single.data_available(fc_class::posted));
+      REQUIRE(spread.next_return() == single.next_return());
+      t = std::max(t, probe);
+    }
+  }
 }
