@@ -391,12 +391,18 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
     wake_at(at + mm.span_ps, now);
     return;
   }
-  // A switch or root complex that frees the burst's buffer now frees it TLP by TLP.
-  if (!m_requester_feed) mm.frees_over_ps = mm.span_ps;
+  tell_sender(gp, at, now);
+}
+
+void link_channel::tell_sender(tlm::tlm_generic_payload& gp, uint64_t at, uint64_t now) {
+  auto& m = transport::meta(gp);
+  // A switch or root complex that frees the burst's buffer now frees it TLP by TLP, over the
+  // burst's span here.
+  if (!m_requester_feed) m.frees_over_ps = m.span_ps;
   tlm::tlm_phase bw = tlm::END_REQ;
   sc_time leaves = transport::ps(at - now);
   in->nb_transport_bw(gp, bw, leaves);
-  mm.frees_over_ps = 0;  // one that frees it later, or an endpoint downstream, frees it whole
+  m.frees_over_ps = 0;  // one that frees it later, or an endpoint downstream, frees it whole
 }
 
 void link_channel::tell_departures(uint64_t up_to) {

@@ -169,6 +169,8 @@ class link_channel : public sc_core::sc_module,
   };
   pcie::fifo<departure> m_departures;
   void tell_departures(uint64_t up_to);  // those due by `up_to`
+  // Tells the sender that `gp` leaves at `at` (END_REQ): it frees the buffer `gp` held.
+  void tell_sender(tlm::tlm_generic_payload& gp, uint64_t at, uint64_t now);
 
   channel_timing m_timing;
   const pcie::order_policy& m_order;

@@ -95,11 +95,7 @@ tlm::tlm_generic_payload* link_channel::cut_burst(entry& e, uint64_t at, uint64_
     orig.ext.meta.sender_told = true;
     // Its TLPs as they would go back to back: when a root complex's original TLP left.
     orig.ext.meta.span_ps = (orig.ext.meta.tlps - 1) * tlp_wire_ps(orig);
-    orig.ext.meta.frees_over_ps = orig.ext.meta.span_ps;
-    tlm::tlm_phase bw = tlm::END_REQ;
-    sc_time leaves = transport::ps(at - now);
-    in->nb_transport_bw(orig, bw, leaves);
-    orig.ext.meta.frees_over_ps = 0;
+    tell_sender(orig, at, now);
   }
   const uint64_t address = orig.ext.hdr.address, end = address + orig.ext.hdr.length;
   const uint32_t unit = orig.ext.meta.unit, n = orig.ext.meta.tlps;

@@ -46,7 +46,7 @@ credit_cost credit_gate::still_to_come(const pending_return& r, uint32_t k) {
   return {to.header - had.header, to.data - had.data};
 }
 
-credit_balance credit_gate::start_need(fc_class c, credit_cost cost) const {
+bool credit_gate::can_start_burst(fc_class c, credit_cost cost) const {
   const pool& p = m_avail[int(c)];
   const credit_balance limit = limits_of(c);
   // Two such bursts fit the advertised buffer: the sender keeps two in flight without going
@@ -56,10 +56,9 @@ credit_balance credit_gate::start_need(fc_class c, credit_cost cost) const {
                        (p.inf_data || 2 * uint64_t(cost.data) <= uint64_t(limit.data));
   if (two_fit || cost.header <= 1) {  // a burst of one TLP is that TLP
     const uint32_t tlps = std::max(1u, cost.header);
-    return {1, (cost.data + tlps - 1) / tlps};
+    return can_send(c, credit_cost{1, (cost.data + tlps - 1) / tlps});
   }
-  // Less than one burst owed beyond the advertised buffer: available + cost > 0.
-  return {1 - int64_t(cost.header), 1 - int64_t(cost.data)};
+  return (p.inf_header || p.header + cost.header > 0) && (p.inf_data || p.data + cost.data > 0);
 }
 
 void credit_gate::consume(fc_class c, credit_cost cost) {

@@ -54,7 +54,7 @@ class credit_gate {
   // credits, as that TLP would. A larger one may start while less than one burst is owed beyond the
   // advertised buffer (available + cost > 0): a receiver holds two bursts at a time, double
   // buffering at burst granularity. consume() then takes the pool below zero.
-  bool can_start_burst(fc_class c, credit_cost cost) const { return has(c, start_need(c, cost)); }
+  bool can_start_burst(fc_class c, credit_cost cost) const;
   void consume(fc_class c, credit_cost cost);
   // The receiver freed `cost` of class `c`; the transmitter sees it at `arrival`.
   void schedule_return(fc_class c, credit_cost cost, time_ps arrival);
@@ -90,12 +90,6 @@ class credit_gate {
     uint32_t tlps = 1, done = 0;
     time_ps step = 0;
   };
-  // The least credits of class `c` that let a burst of `cost` start (can_start_burst).
-  credit_balance start_need(fc_class c, credit_cost cost) const;
-  bool has(fc_class c, credit_balance need) const {  // the pool holds `need`
-    const pool& p = m_avail[int(c)];
-    return (p.inf_header || p.header >= need.header) && (p.inf_data || p.data >= need.data);
-  }
   static credit_cost first_of(const pending_return& r, uint32_t k);       // its first k TLPs' worth
   static credit_cost still_to_come(const pending_return& r, uint32_t k);  // its next k TLPs'
   void insert(const pending_return& r);
