@@ -17,13 +17,26 @@ sc_core::sc_time memory_completer::write(tlm::tlm_generic_payload& gp, uint64_t 
     t.for_each_piece(
         [&](uint64_t at, std::span<const uint8_t> piece) { m_store.write(offset + at, piece); });
   uint64_t now = transport::now_ps();
+  pcie::tlp_meta& m = transport::meta(gp);
   // A burst taken as its first TLP came in (by a root complex) is all in lag_ps later.
-  uint64_t done = std::max(m_path.serve(std::max(now, after_read_bursts(now)), h.length),
-                           now + transport::meta(gp).lag_ps);
+  const uint64_t path_done = m_path.serve(std::max(now, after_read_bursts(now)), h.length);
+  const uint64_t done = std::max(path_done, now + m.lag_ps);
   // The bytes are stored `extra` later (a root complex's way from the root port to the
   // memory controller); the buffer is free once the data path has them.
-  m_log.landed(transport::meta(gp).stream, h.length, done + transport::to_ps(extra));
-  return transport::ps(done - now);
+  m_log.landed(m.stream, h.length, done + transport::to_ps(extra));
+  // An endpoint takes a burst once all of it is in (pcie_port), and frees it whole.
+  if (m.tlps < 2 || !m.lag_ps) return transport::ps(done - now);
+  // A root complex takes a burst as its first TLP comes in: it frees the TLPs one by one, as
+  // TLP by TLP each is once the data path has taken it, the first when its own bytes are
+  // through, the last at `done` (the link it came by gets the credits back at that pace).
+  // Freed whole at `done`, a burst held all its credits until its last TLP was in, and the
+  // sender's next burst waited for them: a 256 KiB write alone on a Gen5 x16 link took 1.3%
+  // longer than TLP by TLP (generated seed 815).
+  const uint32_t first_bytes = m.first_bytes ? m.first_bytes : h.length / m.tlps;
+  const uint64_t first_free = std::min(
+      done, std::max(now, path_done - m_path.time_for(h.length) + m_path.time_for(first_bytes)));
+  m.frees_over_ps = done - first_free;
+  return transport::ps(first_free - now);
 }
 
 void memory_completer::read(transport::pcie_port& port, tlm::tlm_generic_payload& gp,
