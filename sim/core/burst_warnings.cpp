@@ -66,9 +66,9 @@ std::vector<std::string> burst_warnings(const fabric_system& sys, const topo::to
             "stream (or another class of its own) at least four times its size, or one that held "
             "the wire four times as "
             "long as its symbols take while its TLPs came in, where TLP by TLP it would have "
-            "waited for one TLP: a small transfer beside a large one may look slower (docs/"
-            "architecture.md, \"Burst fidelity\", a burst is one unit in every queue): study "
-            "it with --fidelity tlp",
+            "waited for one TLP: the transfers that waited may look slower here, and those "
+            "they waited for faster, whatever their sizes (docs/architecture.md, \"Burst "
+            "fidelity\", a burst is one unit in every queue): study it with --fidelity tlp",
             l.name, receiver, n));
     }
   }
