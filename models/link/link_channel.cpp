@@ -65,7 +65,7 @@ tlm::tlm_sync_enum link_channel::nb_transport_fw(tlm::tlm_generic_payload& gp, t
                            std::to_string(ready) + " ps, before " + std::to_string(m_promised_ps) +
                            " ps: its sender promised none would be");
   auto c = int(pcie::fc_class_of(transport::hdr(gp).type));
-  m_queue[c].push_back({&gp, ready, m_seq++, now});
+  m_queue[c].push_back(make_entry(gp, ready, now));
   uint64_t depth = m_queue[0].size() + m_queue[1].size() + m_queue[2].size();
   if (!m_started_ahead.empty()) depth += settle_started_ahead(now);
   m_stats.max_queue_tlps = std::max(m_stats.max_queue_tlps, depth);
@@ -93,36 +93,40 @@ pcie::credit_cost link_channel::credit_cost_of(const tlm::tlm_generic_payload& g
   return c;
 }
 
-bool link_channel::may_start(const tlm::tlm_generic_payload& gp) const {
-  const auto c = pcie::fc_class_of(transport::hdr(gp).type);
-  return transport::meta(gp).burst ? m_credits.can_start_burst(c, credit_cost_of(gp))
-                                   : m_credits.can_send(c, credit_cost_of(gp));
+link_channel::entry link_channel::make_entry(tlm::tlm_generic_payload& gp, uint64_t ready_ps,
+                                             uint64_t queued_ps) {
+  return {&gp, ready_ps, m_seq++, queued_ps, credit_cost_of(gp), transport::meta(gp).burst};
+}
+
+bool link_channel::may_start(const entry& e, int cls) const {
+  const auto c = pcie::fc_class(cls);
+  return e.burst ? m_credits.can_start_burst(c, e.cost) : m_credits.can_send(c, e.cost);
 }
 
 // The oldest ready head that has credits and may pass every older head still waiting.
 link_channel::slot link_channel::pick(uint64_t now, uint64_t& wake) {
   if (pcie::choice_source* choices = m_order.choices) return pick_explored(now, wake, *choices);
-  entry* heads[pcie::fc_class_count];
+  int heads[pcie::fc_class_count];  // classes with a queued TLP, their heads oldest first
   int n = 0;
-  for (auto& q : m_queue)
-    if (!q.empty()) heads[n++] = &q.front();
+  for (int c = 0; c < pcie::fc_class_count; ++c)
+    if (!m_queue[c].empty()) heads[n++] = c;
+  auto head = [&](int i) -> const entry& { return m_queue[heads[i]].front(); };
   for (int i = 1; i < n; ++i)  // at most three heads: order them by age
-    for (int j = i; j > 0 && heads[j]->seq < heads[j - 1]->seq; --j)
-      std::swap(heads[j], heads[j - 1]);
+    for (int j = i; j > 0 && head(j).seq < head(j - 1).seq; --j) std::swap(heads[j], heads[j - 1]);
   for (int i = 0; i < n; ++i) {
-    entry* e = heads[i];
-    if (e->ready_ps > now) {  // still inside the sender's pipeline: not here yet
-      wake = wake ? std::min(wake, e->ready_ps) : e->ready_ps;
+    const entry& e = head(i);
+    if (e.ready_ps > now) {  // still inside the sender's pipeline: not here yet
+      wake = wake ? std::min(wake, e.ready_ps) : e.ready_ps;
       continue;
     }
-    const auto& h = transport::hdr(*e->gp);
     bool passes = true;
     for (int j = 0; j < i && passes; ++j)
-      if (heads[j]->ready_ps <= now &&
-          m_order.rules.may_pass(h, transport::hdr(*heads[j]->gp)) == pcie::passing::no)
+      if (head(j).ready_ps <= now &&
+          m_order.rules.may_pass(transport::hdr(*e.gp), transport::hdr(*head(j).gp)) ==
+              pcie::passing::no)
         passes = false;
     if (!passes) continue;
-    if (may_start(*e->gp)) return {int(pcie::fc_class_of(h.type)), 0};
+    if (may_start(e, heads[i])) return {heads[i], 0};
     if (uint64_t r = m_credits.next_return()) wake = wake ? std::min(wake, r) : r;
   }
   return {};
@@ -161,7 +165,7 @@ link_channel::slot link_channel::pick_explored(uint64_t now, uint64_t& wake,
                m_order.rules.may_pass(h, transport::hdr(*older.gp)) != pcie::passing::no;
     }
     if (!passes) continue;
-    if (!may_start(*e.gp)) {
+    if (!may_start(e, order[i].cls)) {
       if (uint64_t r = m_credits.next_return()) wake = wake ? std::min(wake, r) : r;
       continue;
     }
@@ -235,7 +239,7 @@ bool link_channel::start_ahead(uint64_t now) {
     for (int c = 0; c < pcie::fc_class_count; ++c)
       if (c != oldest && !m_queue[c].empty() && m_queue[c].front().ready_ps < at) return false;
   m_credits.advance(free);  // no start decision comes before `free`: returns up to it count
-  if (!may_start(*e.gp)) return false;
+  if (!may_start(e, oldest)) return false;
   if (at > free) {
     if (!m_sender->owner_promises_ready_no_sooner_than(at, transport::promise_scope::all))
       return false;
@@ -278,12 +282,12 @@ uint64_t link_channel::next_chance() {
   if (m_order.choices) return free;
   m_credits.advance(free);  // no start decision comes before `free`
   uint64_t t = no_wake;
-  for (const auto& q : m_queue) {
-    if (q.empty()) continue;
-    const entry& e = q.front();
+  for (int c = 0; c < pcie::fc_class_count; ++c) {
+    if (m_queue[c].empty()) continue;
+    const entry& e = m_queue[c].front();
     if (e.ready_ps > free)
       t = std::min(t, e.ready_ps);
-    else if (may_start(*e.gp))
+    else if (may_start(e, c))
       return free;
     else if (uint64_t r = m_credits.next_return())
       t = std::min(t, r);
@@ -370,7 +374,7 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
 
   if (rest) {  // younger than everything queued now; its class's first still
     auto& q = m_queue[int(cls)];
-    q.insert(q.begin(), {rest, std::max(rest_ready, m_busy_until), m_seq++, rest_queued});
+    q.insert(q.begin(), make_entry(*rest, std::max(rest_ready, m_busy_until), rest_queued));
   }
   // The TLP's tail arrives when its own symbols are through (DLLPs follow it).
   tlm::tlm_phase fw = tlm::BEGIN_REQ;

@@ -131,7 +131,12 @@ class link_channel : public sc_core::sc_module,
     uint64_t ready_ps;
     uint64_t seq;
     uint64_t queued_ps;  // when it was handed over
+    // Its credits and whether it is a burst, taken as it is queued: deciding whether it may
+    // start then reads no TLP (a queued TLP is often out of the cache by then).
+    pcie::credit_cost cost;
+    bool burst;
   };
+  entry make_entry(tlm::tlm_generic_payload& gp, uint64_t ready_ps, uint64_t queued_ps);
   // The sender hands a TLP over through `in` (BEGIN_REQ).
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                                      sc_core::sc_time& d) override;
@@ -158,7 +163,7 @@ class link_channel : public sc_core::sc_module,
   int oldest_class() const;  // of the oldest queued TLP (-1: none)
   uint64_t next_chance();
   static pcie::credit_cost credit_cost_of(const tlm::tlm_generic_payload& gp);
-  bool may_start(const tlm::tlm_generic_payload& gp) const;  // the receiver has room
+  bool may_start(const entry& e, int cls) const;  // the receiver has room
   void wake_at(uint64_t t, uint64_t now);
   void drop(tlm::tlm_generic_payload& gp);
   // Request bursts an endpoint sent, by when their last TLP starts: their sender is told of

@@ -58,7 +58,7 @@ uint32_t link_channel::tlps_before_overtaken(const entry& e, uint64_t at) const 
     const uint64_t gap = m.lag_ps / (m.tlps - 1), ser = tlp_wire_ps(*e.gp);
     uint64_t first_waiting = m.tlps;
     for (int c = 0; c < pcie::fc_class_count; ++c) {
-      if (c == cls || m_queue[c].empty() || !may_start(*m_queue[c].front().gp)) continue;
+      if (c == cls || m_queue[c].empty() || !may_start(m_queue[c].front(), c)) continue;
       const entry& o = m_queue[c].front();
       const uint64_t younger =
           o.queued_ps < e.queued_ps ? 1 : (o.queued_ps - e.queued_ps) / gap + 1;
@@ -70,7 +70,7 @@ uint32_t link_channel::tlps_before_overtaken(const entry& e, uint64_t at) const 
   }
   uint64_t soonest = UINT64_MAX;
   for (int c = 0; c < pcie::fc_class_count; ++c)
-    if (c != cls && !m_queue[c].empty() && may_start(*m_queue[c].front().gp))
+    if (c != cls && !m_queue[c].empty() && may_start(m_queue[c].front(), c))
       soonest = std::min(soonest, m_queue[c].front().ready_ps);
   if (soonest == UINT64_MAX) return 0;
   // TLP j (from 0) starts j TLP times after `at`; the first after the other is ready waits.
