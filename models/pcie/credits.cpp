@@ -22,11 +22,16 @@ void credit_gate::absorb(time_ps now) {
   while (!m_pending.empty() && m_pending.front().arrival <= now) {
     pending_return r = m_pending.front();
     m_pending.pop_front();
+    pool& p = m_avail[int(r.cls)];
+    if (r.tlps == 1) {  // a TLP's (every return at TLP fidelity): no shares to work out
+      p.header += r.cost.header;
+      p.data += r.cost.data;
+      continue;
+    }
     const uint32_t left = r.tlps - r.done;
     const uint32_t k =
         r.step ? uint32_t(std::min<time_ps>(left, (now - r.arrival) / r.step + 1)) : left;
     const credit_cost got = still_to_come(r, k);
-    pool& p = m_avail[int(r.cls)];
     p.header += got.header;
     p.data += got.data;
     if (k == left) continue;
