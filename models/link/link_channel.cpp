@@ -95,12 +95,13 @@ pcie::credit_cost link_channel::credit_cost_of(const tlm::tlm_generic_payload& g
 
 link_channel::entry link_channel::make_entry(tlm::tlm_generic_payload& gp, uint64_t ready_ps,
                                              uint64_t queued_ps) {
-  return {&gp, ready_ps, m_seq++, queued_ps, credit_cost_of(gp), transport::meta(gp).burst};
+  return {&gp, ready_ps, m_seq++, queued_ps, credit_cost_of(gp)};
 }
 
+// A burst of one TLP starts as that TLP would (credit_gate::can_start_burst).
 bool link_channel::may_start(const entry& e, int cls) const {
   const auto c = pcie::fc_class(cls);
-  return e.burst ? m_credits.can_start_burst(c, e.cost) : m_credits.can_send(c, e.cost);
+  return e.cost.header > 1 ? m_credits.can_start_burst(c, e.cost) : m_credits.can_send(c, e.cost);
 }
 
 // The oldest ready head that has credits and may pass every older head still waiting.

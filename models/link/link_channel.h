@@ -131,10 +131,10 @@ class link_channel : public sc_core::sc_module,
     uint64_t ready_ps;
     uint64_t seq;
     uint64_t queued_ps;  // when it was handed over
-    // Its credits and whether it is a burst, taken as it is queued: deciding whether it may
-    // start then reads no TLP (a queued TLP is often out of the cache by then).
+    // Its credits (a header credit per TLP: more than one only for a burst), taken as it is
+    // queued: deciding whether it may start then reads no TLP (a queued TLP is often out of
+    // the cache by then).
     pcie::credit_cost cost;
-    bool burst;
   };
   entry make_entry(tlm::tlm_generic_payload& gp, uint64_t ready_ps, uint64_t queued_ps);
   // The sender hands a TLP over through `in` (BEGIN_REQ).
