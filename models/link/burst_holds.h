@@ -18,8 +18,11 @@ class burst_holds {
   // alone take `symbols_ps`.
   void started(uint32_t stream, uint32_t tlps, uint64_t ready_ps, uint64_t start_ps,
                uint64_t end_ps, uint64_t symbols_ps, int cls = 0) {
-    if (tlps > 1) m_bursts = true;
-    if (m_bursts && start_ps > ready_ps && held(stream, cls, tlps, ready_ps)) ++m_held;
+    if (tlps > 1)
+      m_bursts = true;
+    else if (!m_bursts)
+      return;  // nothing before the first burst is larger than what comes after: no record
+    if (start_ps > ready_ps && held(stream, cls, tlps, ready_ps)) ++m_held;
     m_recent[m_next] = {start_ps, end_ps, symbols_ps, stream, tlps, cls};
     m_next = (m_next + 1) % m_recent.size();
   }
@@ -34,7 +37,7 @@ class burst_holds {
   // What held it: the transmission just before it, or the one on the wire when it became
   // ready (a burst cut short to let it pass leaves a piece of one TLP just before it, but the
   // rest of the burst it was ready during held it all the same).
-  bool held(uint32_t stream, int cls, uint32_t tlps, uint64_t ready_ps) const {
+  [[gnu::noinline]] bool held(uint32_t stream, int cls, uint32_t tlps, uint64_t ready_ps) const {
     const transmission& last = m_recent[(m_next + m_recent.size() - 1) % m_recent.size()];
     auto larger = [&](const transmission& t) {
       return (t.stream != stream || t.cls != cls) &&

@@ -296,11 +296,20 @@ uint64_t link_channel::next_chance() {
   return t;
 }
 
+// Framing, header and digest: what each TLP adds to its payload on the wire.
+uint64_t link_channel::tlp_overhead_bytes(const pcie::tlp_header& h) const {
+  const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
+  uint64_t per_tlp =
+      m_timing.pcie_framing ? pcie::wire_bytes(h) - payload : m_timing.packet_overhead;
+  if (m_timing.ecrc && m_timing.pcie_framing && !h.ecrc) per_tlp += 4;  // TLP digest
+  return per_tlp;
+}
+
 void link_channel::start(entry e, uint64_t at, uint64_t now) {
   // A burst cut short: its first TLPs go now, the rest is queued again (below).
   uint64_t rest_ready = 0;
   const uint64_t queued = e.queued_ps, ready = e.ready_ps;
-  tlm::tlm_generic_payload* rest = cut_burst(e, at, now, rest_ready);
+  tlm::tlm_generic_payload* rest = e.cost.header > 1 ? cut_burst(e, at, now, rest_ready) : nullptr;
   const uint64_t rest_queued = queued + (rest_ready - ready);  // its first came in later
   auto& gp = *e.gp;
   auto& h = transport::hdr(gp);
@@ -310,7 +319,8 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   // (or for an older TLP it may not pass).
   counts.credit_stall = at > std::max(e.ready_ps, m_busy_until);
   const auto cls = pcie::fc_class_of(h.type);
-  m_credits.consume(cls, credit_cost_of(gp));
+  const pcie::credit_cost cost = rest ? credit_cost_of(gp) : e.cost;  // a piece: its own
+  m_credits.consume(cls, cost);
   const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
   const uint64_t per_tlp = tlp_overhead_bytes(h);
   // A burst pays every one of its TLPs' framing, header and digest.
@@ -366,8 +376,7 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   counts.dllps = dllps_due;
   counts.busy_ps = ser;
   if (!m_demand.empty())
-    m_demand[size_t(cls)].sent(at, tlps_end - first_ser, m.tlps, credit_cost_of(gp).data,
-                               first_ser);
+    m_demand[size_t(cls)].sent(at, tlps_end - first_ser, m.tlps, cost.data, first_ser);
   if (at > now)
     m_started_ahead.push_back({at, counts});  // counted when it starts
   else

@@ -13,15 +13,6 @@ namespace p2psim::link {
 
 using namespace sc_core;
 
-// Framing, header and digest: what each TLP adds to its payload on the wire.
-uint64_t link_channel::tlp_overhead_bytes(const pcie::tlp_header& h) const {
-  const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
-  uint64_t per_tlp =
-      m_timing.pcie_framing ? pcie::wire_bytes(h) - payload : m_timing.packet_overhead;
-  if (m_timing.ecrc && m_timing.pcie_framing && !h.ecrc) per_tlp += 4;  // TLP digest
-  return per_tlp;
-}
-
 // A burst's mean time on the wire per TLP (its symbols, not its DLLPs).
 uint64_t link_channel::tlp_wire_ps(const tlm::tlm_generic_payload& gp) const {
   const auto& h = transport::hdr(gp);

@@ -20,33 +20,37 @@ credit_gate::credit_gate(const credit_limits& l) : m_limits(l) {
 
 void credit_gate::absorb(time_ps now) {
   while (!m_pending.empty() && m_pending.front().arrival <= now) {
-    pending_return r = m_pending.front();
-    m_pending.pop_front();
+    const pending_return& r = m_pending.front();
     pool& p = m_avail[int(r.cls)];
-    if (r.tlps == 1) {  // a TLP's (every return at TLP fidelity): no shares to work out
-      p.header += r.cost.header;
-      p.data += r.cost.data;
-      continue;
-    }
+    p.header += r.cost.header;
+    p.data += r.cost.data;
+    m_pending.pop_front();
+  }
+  while (!m_spread.empty() && m_spread.front().all.arrival <= now) {
+    spread_return r = m_spread.front();
+    m_spread.pop_front();
+    pool& p = m_avail[int(r.all.cls)];
     const uint32_t left = r.tlps - r.done;
     const uint32_t k =
-        r.step ? uint32_t(std::min<time_ps>(left, (now - r.arrival) / r.step + 1)) : left;
+        r.step ? uint32_t(std::min<time_ps>(left, (now - r.all.arrival) / r.step + 1)) : left;
     const credit_cost got = still_to_come(r, k);
     p.header += got.header;
     p.data += got.data;
     if (k == left) continue;
     r.done += k;
-    r.arrival += k * r.step;
+    r.all.arrival += k * r.step;
     insert(r);
   }
+  m_next_arrival = std::min(m_pending.empty() ? no_return : m_pending.front().arrival,
+                            m_spread.empty() ? no_return : m_spread.front().all.arrival);
 }
 
-credit_cost credit_gate::first_of(const pending_return& r, uint32_t k) {
-  return {uint32_t(uint64_t(r.cost.header) * k / r.tlps),
-          uint32_t(uint64_t(r.cost.data) * k / r.tlps)};
+credit_cost credit_gate::first_of(const spread_return& r, uint32_t k) {
+  return {uint32_t(uint64_t(r.all.cost.header) * k / r.tlps),
+          uint32_t(uint64_t(r.all.cost.data) * k / r.tlps)};
 }
 
-credit_cost credit_gate::still_to_come(const pending_return& r, uint32_t k) {
+credit_cost credit_gate::still_to_come(const spread_return& r, uint32_t k) {
   const credit_cost to = first_of(r, r.done + k), had = first_of(r, r.done);
   return {to.header - had.header, to.data - had.data};
 }
@@ -73,28 +77,46 @@ void credit_gate::consume(fc_class c, credit_cost cost) {
 }
 
 void credit_gate::schedule_return(fc_class c, credit_cost cost, time_ps arrival) {
-  insert({arrival, c, cost});
+  insert(pending_return{arrival, cost, c});
 }
 
 void credit_gate::schedule_return_spread(fc_class c, credit_cost cost, time_ps arrival,
                                          uint32_t tlps, time_ps span) {
-  if (tlps < 2 || !span) return insert({arrival, c, cost});
-  insert({arrival, c, cost, tlps, 0, span / (tlps - 1)});
+  if (tlps < 2 || !span) return insert(pending_return{arrival, cost, c});
+  insert(spread_return{{arrival, cost, c}, tlps, 0, span / (tlps - 1)});
 }
 
-void credit_gate::insert(const pending_return& r) {
+bool credit_gate::counted(pending_return& r) const {
   const pool& p = m_avail[int(r.cls)];
-  if (p.inf_header && p.inf_data) return;
-  pending_return x = r;
-  if (p.inf_header) x.cost.header = 0;
-  if (p.inf_data) x.cost.data = 0;
-  if (m_pending.empty() || m_pending.back().arrival <= x.arrival) {
-    m_pending.push_back(x);
+  if (p.inf_header) r.cost.header = 0;
+  if (p.inf_data) r.cost.data = 0;
+  return !(p.inf_header && p.inf_data);
+}
+
+namespace {
+// Queues `r` in `q`, which is sorted by `arrival`.
+template <class Return, class Arrival>
+void sorted_insert(fifo<Return>& q, const Return& r, Arrival arrival) {
+  if (q.empty() || arrival(q.back()) <= arrival(r)) {
+    q.push_back(r);
     return;
   }
-  auto at = m_pending.end();
-  while (at != m_pending.begin() && std::prev(at)->arrival > x.arrival) --at;
-  m_pending.insert(at, x);
+  auto at = q.end();
+  while (at != q.begin() && arrival(*std::prev(at)) > arrival(r)) --at;
+  q.insert(at, r);
+}
+}  // namespace
+
+void credit_gate::insert(pending_return r) {
+  if (!counted(r)) return;
+  m_next_arrival = std::min(m_next_arrival, r.arrival);
+  sorted_insert(m_pending, r, [](const pending_return& x) { return x.arrival; });
+}
+
+void credit_gate::insert(spread_return r) {
+  if (!counted(r.all)) return;
+  m_next_arrival = std::min(m_next_arrival, r.all.arrival);
+  sorted_insert(m_spread, r, [](const spread_return& x) { return x.all.arrival; });
 }
 
 credit_balance credit_gate::limits_of(fc_class c) const {
@@ -115,6 +137,11 @@ credit_balance credit_gate::outstanding(fc_class c) const {
   b.data = p.inf_data ? 0 : b.data - p.data;
   for (const pending_return& r : m_pending)
     if (r.cls == c) {
+      b.header -= r.cost.header;
+      b.data -= r.cost.data;
+    }
+  for (const spread_return& r : m_spread)
+    if (r.all.cls == c) {
       const credit_cost rest = still_to_come(r, r.tlps - r.done);
       b.header -= rest.header;
       b.data -= rest.data;

@@ -43,7 +43,7 @@ class credit_gate {
   // Absorbs every return that has arrived by `now`. Inline, as can_send: both run several
   // times per TLP, and most often find nothing to do.
   void advance(time_ps now) {
-    if (!m_pending.empty() && m_pending.front().arrival <= now) absorb(now);
+    if (m_next_arrival <= now) absorb(now);
   }
   bool can_send(fc_class c, credit_cost cost) const {
     const pool& p = m_avail[int(c)];
@@ -63,7 +63,7 @@ class credit_gate {
   void schedule_return_spread(fc_class c, credit_cost cost, time_ps arrival, uint32_t tlps,
                               time_ps span);
   // Earliest pending return, or 0 when none is pending.
-  time_ps next_return() const { return m_pending.empty() ? 0 : m_pending.front().arrival; }
+  time_ps next_return() const { return m_next_arrival == no_return ? 0 : m_next_arrival; }
   bool infinite(fc_class c) const;
   // Credits of class `c` the receiver holds or has not yet been seen to return, counting the
   // returns still on their way as returned: zero once every TLP sent has been freed. Below
@@ -80,24 +80,36 @@ class credit_gate {
   };
   void absorb(time_ps now);
   credit_balance limits_of(fc_class c) const;  // advertised (0: infinite)
-  // Credits on their way back: `tlps` TLPs' worth of `cost` in all, TLP j's at
-  // `arrival` + j * `step` (a burst a switch freed TLP by TLP as its TLPs left). `arrival` is
-  // that of the first TLP still to come (`done` have).
+  // Credits on their way back, arriving at `arrival`: a TLP's (every return at TLP
+  // fidelity), or a burst's freed whole.
   struct pending_return {
     time_ps arrival;
-    fc_class cls;
     credit_cost cost;
+    fc_class cls;
+  };
+  // A burst a switch freed TLP by TLP as its TLPs left: `tlps` TLPs' worth of `all.cost` in
+  // all, TLP j's at `all.arrival` + j * `step`, where `all.arrival` is that of the first TLP
+  // still to come (`done` have). Kept apart, so a TLP's return stays small.
+  struct spread_return {
+    pending_return all;
     uint32_t tlps = 1, done = 0;
     time_ps step = 0;
   };
-  static credit_cost first_of(const pending_return& r, uint32_t k);       // its first k TLPs' worth
-  static credit_cost still_to_come(const pending_return& r, uint32_t k);  // its next k TLPs'
-  void insert(const pending_return& r);
+  static credit_cost first_of(const spread_return& r, uint32_t k);       // its first k TLPs' worth
+  static credit_cost still_to_come(const spread_return& r, uint32_t k);  // its next k TLPs'
+  // Leaves out of `r` what an infinite pool does not count; false if that is all of it.
+  bool counted(pending_return& r) const;
+  void insert(pending_return r);  // by arrival
+  void insert(spread_return r);
+  static constexpr time_ps no_return = ~time_ps(0);
   std::array<pool, fc_class_count> m_avail;
   credit_limits m_limits;
   // By arrival. A receiver frees buffers nearly in the order it got them, so a return almost
-  // always goes at the back: a sorted ring beats a heap on this per-TLP path.
+  // always goes at the back: a sorted ring beats a heap on this per-TLP path. Credits add up
+  // in any order, so the two rings are absorbed one after the other.
   fifo<pending_return> m_pending;
+  fifo<spread_return> m_spread;
+  time_ps m_next_arrival = no_return;  // the earlier of the two rings' fronts
 };
 
 }  // namespace p2psim::pcie

@@ -13,18 +13,24 @@ class fifo : public boost::circular_buffer<T> {
  public:
   fifo() : boost::circular_buffer<T>(16) {}
   void push_back(const T& v) {
-    if (this->full()) this->set_capacity(2 * this->capacity());
+    if (this->full()) [[unlikely]]
+      grow();
     boost::circular_buffer<T>::push_back(v);
   }
+  // Keeps every entry (a full ring would drop one). Out of line: the per-TLP paths push at the
+  // back, and their code must stay small enough for the instruction cache.
   template <class It>
-  void insert(It pos, const T& v) {  // keeps every entry (a full ring would drop one)
+  [[gnu::noinline]] void insert(It pos, const T& v) {
     if (this->full()) {
       const auto i = pos - this->begin();
-      this->set_capacity(2 * this->capacity());
+      grow();
       pos = this->begin() + i;
     }
     boost::circular_buffer<T>::insert(pos, v);
   }
+
+ private:
+  [[gnu::noinline, gnu::cold]] void grow() { this->set_capacity(2 * this->capacity()); }
 };
 
 }  // namespace p2psim::pcie

@@ -120,7 +120,10 @@ void pcie_switch::sent(int, tlm::tlm_generic_payload& gp, uint64_t after_ps) {
     const uint64_t at = transport::now_ps() + after_ps;
     auto pos = d.end();
     while (pos != d.begin() && *std::prev(pos) > at) --pos;
-    d.insert(pos, at);
+    if (pos == d.end())
+      d.push_back(at);  // nearly always: TLPs mostly leave in the order they came
+    else
+      d.insert(pos, at);
   } else {
     --m_stats.ingress[in].now[c];
   }

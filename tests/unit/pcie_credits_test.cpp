@@ -305,6 +305,11 @@ TEST_CASE("credits: a spread return gives what its TLPs returned one by one woul
               single.header_available(fc_class::posted));
       REQUIRE(spread.data_available(fc_class::posted) == single.data_available(fc_class::posted));
       REQUIRE(spread.next_return() == single.next_return());
+      // Returns still on their way count as back, whichever ring holds them.
+      REQUIRE(spread.outstanding(fc_class::posted).header ==
+              single.outstanding(fc_class::posted).header);
+      REQUIRE(spread.outstanding(fc_class::posted).data ==
+              single.outstanding(fc_class::posted).data);
       t = std::max(t, probe);
     }
   }
