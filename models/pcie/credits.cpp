@@ -1,7 +1,6 @@
 #include "models/pcie/credits.h"
 
 #include <algorithm>
-#include <iterator>
 
 namespace p2psim::pcie {
 
@@ -93,30 +92,16 @@ bool credit_gate::counted(pending_return& r) const {
   return !(p.inf_header && p.inf_data);
 }
 
-namespace {
-// Queues `r` in `q`, which is sorted by `arrival`.
-template <class Return, class Arrival>
-void sorted_insert(fifo<Return>& q, const Return& r, Arrival arrival) {
-  if (q.empty() || arrival(q.back()) <= arrival(r)) {
-    q.push_back(r);
-    return;
-  }
-  auto at = q.end();
-  while (at != q.begin() && arrival(*std::prev(at)) > arrival(r)) --at;
-  q.insert(at, r);
-}
-}  // namespace
-
 void credit_gate::insert(pending_return r) {
   if (!counted(r)) return;
   m_next_arrival = std::min(m_next_arrival, r.arrival);
-  sorted_insert(m_pending, r, [](const pending_return& x) { return x.arrival; });
+  m_pending.insert_sorted(r, [](const pending_return& x) { return x.arrival; });
 }
 
 void credit_gate::insert(spread_return r) {
   if (!counted(r.all)) return;
   m_next_arrival = std::min(m_next_arrival, r.all.arrival);
-  sorted_insert(m_spread, r, [](const spread_return& x) { return x.all.arrival; });
+  m_spread.insert_sorted(r, [](const spread_return& x) { return x.all.arrival; });
 }
 
 credit_balance credit_gate::limits_of(fc_class c) const {

@@ -4,6 +4,8 @@
 // few dozen pushes.
 #pragma once
 
+#include <iterator>
+
 #include <boost/circular_buffer.hpp>
 
 namespace p2psim::pcie {
@@ -16,6 +18,15 @@ class fifo : public boost::circular_buffer<T> {
     if (this->full()) [[unlikely]]
       grow();
     boost::circular_buffer<T>::push_back(v);
+  }
+  // Queues `v` in a ring kept sorted by `key` (a callable giving an entry's key), after the
+  // entries of equal key. Entries mostly come in order: appending is the common case.
+  template <class Key>
+  void insert_sorted(const T& v, Key key) {
+    if (this->empty() || key(this->back()) <= key(v)) return push_back(v);
+    auto at = this->end();
+    while (at != this->begin() && key(*std::prev(at)) > key(v)) --at;
+    insert(at, v);
   }
   // Keeps every entry (a full ring would drop one). Out of line: the per-TLP paths push at the
   // back, and their code must stay small enough for the instruction cache.

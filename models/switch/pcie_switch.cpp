@@ -116,14 +116,8 @@ void pcie_switch::sent(int, tlm::tlm_generic_payload& gp, uint64_t after_ps) {
   if (in < 0) return;  // a completion the switch itself made
   const int c = int(pcie::fc_class_of(transport::hdr(gp).type));
   if (after_ps) {
-    departures& d = m_departures[in][c];
-    const uint64_t at = transport::now_ps() + after_ps;
-    auto pos = d.end();
-    while (pos != d.begin() && *std::prev(pos) > at) --pos;
-    if (pos == d.end())
-      d.push_back(at);  // nearly always: TLPs mostly leave in the order they came
-    else
-      d.insert(pos, at);
+    m_departures[in][c].insert_sorted(transport::now_ps() + after_ps,
+                                      [](uint64_t at) { return at; });
   } else {
     --m_stats.ingress[in].now[c];
   }
