@@ -19,7 +19,8 @@ sc_core::sc_time memory_completer::write(tlm::tlm_generic_payload& gp, uint64_t 
   uint64_t now = transport::now_ps();
   pcie::tlp_meta& m = transport::meta(gp);
   // A burst taken as its first TLP came in (by a root complex) is all in lag_ps later.
-  const uint64_t path_done = m_path.serve(std::max(now, after_read_bursts(now)), h.length);
+  // A write takes the data path as it comes in, between the reads booked on it before.
+  const uint64_t path_done = m_path.serve(now, h.length, now);
   const uint64_t done = std::max(path_done, now + m.lag_ps);
   // The bytes are stored `extra` later (a root complex's way from the root port to the
   // memory controller); the buffer is free once the data path has them.
@@ -45,7 +46,7 @@ void memory_completer::read(transport::pcie_port& port, tlm::tlm_generic_payload
   uint64_t now = transport::now_ps();
   // The access latency, then the request's bytes through the data path: its completions
   // leave once the data is read (they then serialize on the link one after another).
-  uint64_t done = m_path.serve(std::max(now + latency_ps(), after_read_bursts(now)), h.length);
+  uint64_t done = m_path.serve(std::max(now + latency_ps(), after_read_bursts(now)), h.length, now);
   sc_core::sc_time when = transport::ps(done - now) + extra;
   const uint64_t base = h.address;
   auto fetch = [&](uint64_t addr, std::span<uint8_t> out) {
@@ -85,7 +86,7 @@ void memory_completer::atomic(transport::pcie_port& port, tlm::tlm_generic_paylo
   if (m_on_store) m_on_store(offset, now_value);
   m_store.write(offset, now_value);
   uint64_t now = transport::now_ps();
-  uint64_t done = m_path.serve(std::max(now + latency_ps(), after_read_bursts(now)), size);
+  uint64_t done = m_path.serve(std::max(now + latency_ps(), after_read_bursts(now)), size, now);
   pcie::tlp_header answer = h;  // one CplD with the old value
   answer.length = size;
   // The requester logs the returned value as it lands, as for a read.

@@ -14,7 +14,7 @@
 
 #include "models/dma/memory_timing.h"
 #include "models/memory/backing_store.h"
-#include "models/memory/throughput.h"
+#include "models/memory/data_path.h"
 #include "models/pcie/atomic_op.h"
 #include "models/pcie/time_units.h"
 #include "models/transport/pcie_port.h"
@@ -52,11 +52,10 @@ class memory_completer {
  private:
   uint64_t latency_ps() const { return pcie::ns_to_ps(m_timing.latency_ns); }
   // Burst fidelity: a read burst's requests come in over its lag, and TLP by TLP each takes
-  // the data path from its arrival plus the access latency on; the path serves in arrival
-  // order. A request that comes in at `arrival_ps` goes after those that came in before it:
-  // no sooner than this (0: after no burst's). Taken for the whole burst when its first
-  // request came in, a host write that came in during a read burst's lag went ahead of the
-  // requests that came in before it: 9.8% fast (seed 1095).
+  // the data path from its arrival plus the access latency on. A read or AtomicOp that
+  // comes in at `arrival_ps` takes it after those that came in before it: no sooner than
+  // this (0: after no burst's). (A write takes the path as it comes in, before the
+  // latency of any read is over.)
   uint64_t after_read_bursts(uint64_t arrival_ps) const;
   struct read_burst_arrivals {
     uint64_t first = 0, last = 0;  // when its first and last requests came in (evenly)
@@ -67,7 +66,7 @@ class memory_completer {
 
   memory::backing_store& m_store;
   memory_timing m_timing;
-  memory::throughput m_path;
+  memory::data_path m_path;
   uint16_t m_id;
   transport::stream_log& m_log;
   store_hook m_on_store;
