@@ -46,6 +46,22 @@ std::string credit_shortfall(const link::link_channel& c) {
       why, loop_ps / 1000.0);
 }
 
+// What one direction of a link or socket interconnect (`what`: "link NAME") says.
+void channel_warnings(std::vector<std::string>& out, const std::string& what,
+                      const link::link_channel& channel, const std::string& receiver) {
+  if (auto w = credit_shortfall(channel); !w.empty())
+    out.push_back(fmt::format("{}: toward {}: {}", what, receiver, w));
+  if (uint64_t n = channel.held_behind_bursts())
+    out.push_back(fmt::format(
+        "{}: toward {}: {} times a transmission waited for a whole burst of another "
+        "stream (or another class of its own) at least four times its size, or one that held "
+        "the wire four times as long as its symbols take while its TLPs came in, where TLP by "
+        "TLP it would have waited for one TLP: the transfers that waited may look slower "
+        "here, and those they waited for faster, whatever their sizes (docs/architecture.md, "
+        "\"Burst fidelity\", a burst is one unit in every queue): study it with --fidelity tlp",
+        what, receiver, n));
+}
+
 }  // namespace
 
 std::vector<std::string> burst_warnings(const fabric_system& sys, const topo::topology& t,
@@ -56,22 +72,17 @@ std::vector<std::string> burst_warnings(const fabric_system& sys, const topo::to
     for (const auto& x : t.links)
       if (x.down == l.name) spec = &x;
     if (!spec) continue;
-    for (const auto& [channel, receiver] :
-         {std::pair{&l.link->downstream(), spec->down}, std::pair{&l.link->upstream(), spec->up}}) {
-      if (auto w = credit_shortfall(*channel); !w.empty())
-        out.push_back(fmt::format("link {}: toward {}: {}", l.name, receiver, w));
-      if (uint64_t n = channel->held_behind_bursts())
-        out.push_back(fmt::format(
-            "link {}: toward {}: {} times a transmission waited for a whole burst of another "
-            "stream (or another class of its own) at least four times its size, or one that held "
-            "the wire four times as "
-            "long as its symbols take while its TLPs came in, where TLP by TLP it would have "
-            "waited for one TLP: the transfers that waited may look slower here, and those "
-            "they waited for faster, whatever their sizes (docs/architecture.md, \"Burst "
-            "fidelity\", a burst is one unit in every queue): study it with --fidelity tlp",
-            l.name, receiver, n));
-    }
+    channel_warnings(out, "link " + l.name, l.link->downstream(), spec->down);
+    channel_warnings(out, "link " + l.name, l.link->upstream(), spec->up);
   }
+  // A socket interconnect queues and forwards bursts as a link does (a read-request burst
+  // trickling in from a slow root port holds it while a write waits: generated seed 1095).
+  for (const auto& q : sys.interconnects())
+    for (const auto& x : t.interconnects)
+      if (x.name == q.name) {
+        channel_warnings(out, "interconnect " + q.name, q.link->a_to_b(), x.b);
+        channel_warnings(out, "interconnect " + q.name, q.link->b_to_a(), x.a);
+      }
   // What a root complex did to peer traffic shows on the root-port links of its socket,
   // which carry that traffic: the warning names each of them.
   auto on_root_ports = [&](const std::string& socket, const std::string& why) {

@@ -1,6 +1,7 @@
 // Where a burst-fidelity run approximates (docs/architecture.md, "Burst fidelity": the
 // classes where burst fidelity is known to differ from TLP fidelity), said when it happens: a
-// warning per link that traffic crossed under such a condition, naming the link and why.
+// warning per link or socket interconnect that traffic crossed under such a condition, naming
+// it and why.
 #pragma once
 
 #include <string>
@@ -16,7 +17,8 @@ namespace p2psim::core {
 
 class fabric_system;
 
-// "link NAME: ..." lines; `stats` is the run's stats dump (for the requesters' tag stalls).
+// "link NAME: ..." and "interconnect NAME: ..." lines; `stats` is the run's stats dump (for the
+// requesters' tag stalls).
 std::vector<std::string> burst_warnings(const fabric_system& sys, const topo::topology& t,
                                         const nlohmann::json& stats);
 

@@ -7,7 +7,8 @@
 // - no bandwidth above, and no latency below, the independent bounds of the path
 //   (independent_bounds.h), at either fidelity;
 // - burst fidelity within 1% of TLP fidelity for each transfer and latency probe, unless the
-//   burst run warns, naming a link of that path, that it approximates there;
+//   burst run warns, naming a link or socket interconnect of that path, that it approximates
+//   there;
 // - the same seed generates the same files and the same JSON (less the `host` blocks);
 // - every switch forwards the payload it takes in: bytes in = bytes out.
 //
@@ -150,12 +151,15 @@ void check_conservation(const json& run, const std::string& tag, const std::stri
   }
 }
 
-bool warned_about(const json& run, const std::vector<std::string>& links) {
+// Whether a warning of `run` names a link or interconnect that the path crosses.
+bool warned_about(const json& run, const p2psim::oracle::path_bound& path) {
   if (!run.contains("warnings")) return false;
   for (const auto& w : run["warnings"]) {
     const std::string text = w.get<std::string>();
-    for (const auto& l : links)
+    for (const auto& l : path.links)
       if (text.find("link " + l + ":") != std::string::npos) return true;
+    for (const auto& q : path.interconnects)
+      if (text.find("interconnect " + q + ":") != std::string::npos) return true;
   }
   return false;
 }
@@ -235,14 +239,16 @@ void check_files(const options& o, const std::string& scenario, const std::strin
   const json& burst_run = burst["runs"][0];
   auto group_links = [&](const json& entry) {
     const auto& me = sizes[entry["transfer"].get<std::string>()];
-    std::vector<std::string> links;
+    p2psim::oracle::path_bound paths;  // the links and interconnects of them all
     for (const auto& b : tlp["bandwidth"]) {
       const auto& other = sizes[b["transfer"].get<std::string>()];
       if (&other != &me && (me.group < 0 || other.group != me.group)) continue;
       auto bound = machine.bound(b["src"], b["dst"], b["op"] == "write", other.size, 1);
-      links.insert(links.end(), bound.links.begin(), bound.links.end());
+      paths.links.insert(paths.links.end(), bound.links.begin(), bound.links.end());
+      paths.interconnects.insert(paths.interconnects.end(), bound.interconnects.begin(),
+                                 bound.interconnects.end());
     }
-    return links;
+    return paths;
   };
   for (size_t i = 0; i < tlp["bandwidth"].size() && i < burst["bandwidth"].size(); ++i) {
     const json& a = tlp["bandwidth"][i];
@@ -266,7 +272,7 @@ void check_files(const options& o, const std::string& scenario, const std::strin
     if (d <= 0.01) continue;
     bool write = a["op"] == "write";
     auto bound = machine.bound(a["src"], a["dst"], write, a["bytes"], 1);
-    if (warned_about(burst_run, bound.links)) continue;
+    if (warned_about(burst_run, bound)) continue;
     f.add(fmt::format(
         "{} burst/tlp latency {} {} {} ({} B): burst {:.3f} ns, tlp {:.3f} ns ({:+.2f}%), "
         "and no warning names a link of the path  ({})",

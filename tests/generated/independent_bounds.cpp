@@ -144,6 +144,9 @@ machine_view::machine_view(const std::string& topology_file, const std::string& 
     m_interconnect_gbps.push_back(q["bandwidth"] ? gbps_of(q["bandwidth"]) : a.p.interconnect_gbps);
     m_interconnect_latency_ns.push_back(q["latency"] ? ns_of(q["latency"])
                                                      : a.p.interconnect_latency_ns);
+    m_interconnect_ends.push_back({q["name"].as<std::string>(),
+                                   at(q["between"][0].as<std::string>()).socket,
+                                   at(q["between"][1].as<std::string>()).socket});
   }
   for (const auto& s : t["switches"]) {
     node n;
@@ -273,6 +276,9 @@ path_bound machine_view::bound(const std::string& src, const std::string& dst, b
     for (double l : m_interconnect_latency_ns) nearest = std::min(nearest, l);
     limit(fastest, "interconnect");
     each_way += nearest;
+    for (const auto& q : m_interconnect_ends)
+      if (q.a == s.socket || q.b == s.socket || q.a == d.socket || q.b == d.socket)
+        b.interconnects.push_back(q.name);
     if (!memory)
       limit(write ? from.p.interconnect_p2p_write_gbps : from.p.interconnect_p2p_read_gbps,
             "interconnect P2P cap");

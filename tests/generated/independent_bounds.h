@@ -32,6 +32,8 @@ struct path_bound {
   double min_latency_ns = 0;
   std::string bottleneck;          // what sets max_gbps ("link gpu0", "interconnect", ...)
   std::vector<std::string> links;  // the links the path certainly crosses, by their `down`
+  // To another socket: the interconnects at either end, one of which it crosses.
+  std::vector<std::string> interconnects;
 };
 
 class machine_view {
@@ -75,6 +77,11 @@ class machine_view {
   std::map<std::string, node> m_nodes;
   std::vector<socket> m_sockets;
   std::vector<double> m_interconnect_gbps, m_interconnect_latency_ns;
+  struct interconnect_ends {
+    std::string name;
+    int a, b;  // socket indices
+  };
+  std::vector<interconnect_ends> m_interconnect_ends;
 };
 
 }  // namespace p2psim::oracle

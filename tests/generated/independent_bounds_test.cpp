@@ -38,3 +38,14 @@ TEST_CASE("oracle: switch_only's paths from the topology file alone", "[oracle]"
   auto h = m.bound("nic0", "cpu0", true, 4, 1);
   CHECK(h.links == std::vector<std::string>{"nic0", "sw0"});
 }
+
+TEST_CASE("oracle: a path to another socket names the interconnect", "[oracle]") {
+  machine_view m(P2PSIM_SOURCE_DIR "/topologies/cross_qpi.yaml",
+                 P2PSIM_SOURCE_DIR "/topologies/platforms");
+  auto p = m.bound("nic0", "gpu0", true, 1 << 20, 1);
+  CHECK(p.links == std::vector<std::string>{"nic0", "gpu0"});
+  CHECK(p.interconnects == std::vector<std::string>{"upi0"});
+  auto h = m.bound("nic0", "cpu0", true, 4, 1);  // the other socket's memory
+  CHECK(h.interconnects == std::vector<std::string>{"upi0"});
+  CHECK(m.bound("nic0", "cpu1", true, 4, 1).interconnects.empty());  // its own socket's
+}
