@@ -78,6 +78,7 @@ json to_json(const floor_figures& f) {
   return {{"transactions", f.transactions},
           {"hops", f.hops},
           {"hops_per_transaction", f.hops_per_transaction()},
+          {"peak_in_flight", f.peak_in_flight},
           {"simulated_ns", f.simulated_ns},
           {"wall_seconds", f.wall_seconds},
           {"hops_per_second", f.hops_per_second()},
@@ -88,28 +89,33 @@ floor_figures floor_from_json(const json& j) {
   floor_figures f;
   f.transactions = j.at("transactions");
   f.hops = j.at("hops");
+  f.peak_in_flight = j.value("peak_in_flight", uint64_t(0));
   f.simulated_ns = j.at("simulated_ns");
   f.wall_seconds = j.at("wall_seconds");
   f.peak_rss_kib = j.at("peak_rss_kib");
   return f;
 }
 
-std::pair<uint64_t, uint64_t> parse_floor_size(const std::string& text) {
+floor_shape parse_floor_size(const std::string& text) {
   auto parts = split_list(text);
+  auto number = [](const std::string& part, uint64_t& out) {
+    size_t used = 0;
+    if (part.empty() || part[0] == '-') return false;
+    out = std::stoull(part, &used);
+    return used == part.size();
+  };
   try {
-    size_t used = 0, used_hops = 0;
-    if (parts.size() == 2 && parts[0][0] != '-' && parts[1][0] != '-') {
-      uint64_t txns = std::stoull(parts[0], &used);
-      uint64_t hops = std::stoull(parts[1], &used_hops);
-      if (used == parts[0].size() && used_hops == parts[1].size() && txns > 0 && hops >= txns &&
-          hops / 64 <= txns && (hops / 64 < txns || hops % 64 == 0))
-        return {txns, hops};
-    }
+    floor_shape f;
+    if ((parts.size() == 2 || parts.size() == 3) && number(parts[0], f.transactions) &&
+        number(parts[1], f.hops) && (parts.size() == 2 || number(parts[2], f.in_flight)) &&
+        f.transactions > 0 && f.hops >= f.transactions && f.hops / 64 <= f.transactions &&
+        (f.hops / 64 < f.transactions || f.hops % 64 == 0) && f.in_flight <= f.transactions)
+      return f;
   } catch (const std::exception&) {  // not numbers: the message below
   }
   bad_option("--floor",
-             "expected TRANSACTIONS,HOPS (at least 1 transaction, 1 to 64 hops per transaction), "
-             "got '" +
+             "expected TRANSACTIONS,HOPS[,IN_FLIGHT] (at least 1 transaction, 1 to 64 hops per "
+             "transaction, at most as many in flight as transactions), got '" +
                  text + "'");
 }
 

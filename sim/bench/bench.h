@@ -47,6 +47,7 @@ struct floor_figures {
   uint64_t simulated_ns = 0;
   double wall_seconds = 0;  // elaboration and simulation
   uint64_t peak_rss_kib = 0;
+  uint64_t peak_in_flight = 0;  // the most transactions alive at once (its pool's size)
 
   double hops_per_second() const { return wall_seconds > 0 ? hops / wall_seconds : 0; }
   double hops_per_transaction() const { return transactions ? double(hops) / transactions : 0; }
@@ -55,9 +56,14 @@ struct floor_figures {
 nlohmann::json to_json(const floor_figures& f);
 floor_figures floor_from_json(const nlohmann::json& j);
 
-// "TXNS,HOPS" of the hidden `bench --floor` option (HOPS in all, 1 to 64 per transaction);
-// bad text -> config::error.
-std::pair<uint64_t, uint64_t> parse_floor_size(const std::string& text);
+// What the hidden `bench --floor TXNS,HOPS[,IN_FLIGHT]` option asks for: HOPS in all, 1 to
+// 64 per transaction; IN_FLIGHT transactions alive at once (0 or left out: about three, as
+// a fabric with nothing queued holds). Bad text -> config::error.
+struct floor_shape {
+  uint64_t transactions = 0, hops = 0, in_flight = 0;
+  bool operator==(const floor_shape&) const = default;
+};
+floor_shape parse_floor_size(const std::string& text);
 
 struct case_result {
   std::string name;

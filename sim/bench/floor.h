@@ -3,8 +3,9 @@
 // exactly: where that is not a whole number of hops per transaction, some take one hop
 // fewer, spread evenly). A source sends pooled
 // tlm_generic_payloads at a fixed interval through a chain of forwarders, each of which holds
-// a transaction in a peq_with_cb_and_phase for one hop delay (one timed event per hop) and
-// hands it on with nb_transport_fw BEGIN_REQ; a sink releases it to the pool. Nothing decides
+// a transaction for one hop delay (a FIFO and one timed event per hop) and hands it on with
+// nb_transport_fw BEGIN_REQ; a sink releases it to the pool. The hop delay sets how many are
+// in flight at once (the working set a model's cost grows with). Nothing decides
 // anything, so a model's hop rate divided by the floor's says how much of its cost is its own
 // logic rather than the SystemC kernel's. SystemC elaborates once per process: one floor per
 // process.
@@ -16,7 +17,8 @@
 
 namespace p2psim::bench {
 
-// `hops` from `transactions` to 64 times as many.
-floor_figures run_floor(uint64_t transactions, uint64_t hops);
+// `hops` from `transactions` to 64 times as many; `in_flight` transactions alive at once on
+// average (0: 20 ns hops, about three).
+floor_figures run_floor(uint64_t transactions, uint64_t hops, uint64_t in_flight = 0);
 
 }  // namespace p2psim::bench

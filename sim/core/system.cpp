@@ -12,6 +12,7 @@
 #include "models/pcie/address.h"
 #include "models/pcie/time_units.h"
 #include "models/pcie/window.h"
+#include "models/transport/sim_clock.h"
 #include "sim/config/error.h"
 #include "sim/config/units.h"
 
@@ -76,6 +77,7 @@ auto backed(F&& make, const config::source_loc& where, const std::string& key, u
 fabric_system::fabric_system(const topo::topology& t, const topo::address_map& a, bool bursts,
                              const pcie::order_policy& order)
     : m_topo(t), m_addr(a), m_bursts(bursts), m_order(order) {
+  transport::check_time_resolution();
   build_sockets();
   build_switches();
   build_devices();

@@ -120,6 +120,25 @@ TEST_CASE("bench: the floor reports exactly the transactions and hops asked for"
   CHECK(j["hops"] == 2500);
   CHECK(j["hops_per_transaction"] == 2.5);
   CHECK(j["simulated_ns"] == 999 * 16 + 3 * 20);
+  CHECK(j["peak_in_flight"] == 4);  // one sent every 16 ns lives 50 to 60 ns
+}
+
+TEST_CASE("bench: a floor holds as many transactions in flight as asked for",
+          "[cli][bench][floor]") {
+  // One sent every 16 ns lives in_flight x 16 ns (3 hops of a third of that): the 1,000 are
+  // through in 999 x 16 ns and one lifetime.
+  const std::string file = in_build("bench_floor_in_flight.json");
+  for (const uint64_t in_flight : {100, 1000}) {
+    auto r =
+        run_cli("bench --floor 1000,3000," + std::to_string(in_flight) + " --result-file " + file);
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    json j = read_json(file);
+    CHECK(j["transactions"] == 1000);
+    CHECK(j["hops"] == 3000);
+    CHECK(j["peak_in_flight"] == in_flight);
+    CHECK(j["simulated_ns"] == 999 * 16 + in_flight * 16);
+  }
 }
 
 TEST_CASE("bench: scaling sizes above the case's transfer run as repetitions of it",

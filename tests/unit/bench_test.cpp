@@ -65,11 +65,12 @@ TEST_CASE("bench: speedup, bandwidth difference and share of the floor", "[bench
   CHECK(c.burst_speedup() == Approx(10));
   CHECK(c.gbps_difference_percent() == Approx(5));
   CHECK(c.percent_of_floor(*c.tlp) == 0);
-  c.floor = floor_figures{800, 2600, 0, 1.3, 0};
+  c.floor = floor_figures{800, 2600, 0, 1.3, 0, 7};
   CHECK(c.percent_of_floor(*c.tlp) == Approx(130.0 / 2000 * 100));
   floor_figures back = floor_from_json(to_json(*c.floor));
   CHECK(back.transactions == 800);
   CHECK(back.hops == 2600);
+  CHECK(back.peak_in_flight == 7);
   CHECK(back.hops_per_transaction() == 3.25);
 }
 
@@ -95,12 +96,15 @@ TEST_CASE("bench: a size factor keeps whole 4 KiB pages", "[bench]") {
 }
 
 TEST_CASE("bench: the floor's size option", "[bench]") {
-  using size = std::pair<uint64_t, uint64_t>;
-  CHECK(parse_floor_size("1000,3000") == size{1000, 3000});
-  CHECK(parse_floor_size("1000,2517") == size{1000, 2517});
-  CHECK(parse_floor_size("1000,64000") == size{1000, 64000});
+  using size = p2psim::bench::floor_shape;
+  CHECK(parse_floor_size("1000,3000") == size{1000, 3000, 0});
+  CHECK(parse_floor_size("1000,2517") == size{1000, 2517, 0});
+  CHECK(parse_floor_size("1000,64000") == size{1000, 64000, 0});
+  CHECK(parse_floor_size("1000,3000,250") == size{1000, 3000, 250});
+  CHECK(parse_floor_size("1000,3000,1000") == size{1000, 3000, 1000});
   for (const char* bad :
-       {"", "1000", "0,3", "1000,0", "1000,999", "1000,64001", "-5,3", "5,-30", "1000,3,4", "a,b"})
+       {"", "1000", "0,3", "1000,0", "1000,999", "1000,64001", "-5,3", "5,-30", "1000,3,4", "a,b",
+        "1000,3000,1001", "1000,3000,-1", "1000,3000,x", "1000,3000,", "1000,3000,4,5"})
     CHECK_THROWS_AS(parse_floor_size(bad), p2psim::config::error);
 }
 

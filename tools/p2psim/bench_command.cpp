@@ -67,7 +67,7 @@ void add_bench(CLI::App& app, bench_args& a) {
                 "Which kinds of pin cycle --pins runs: get_put, alloc_free, revoke, kmd, "
                 "regcache (default: all)");
   c->add_option("--json", a.json, "Write the figures as JSON to this file");
-  c->add_option("--floor", a.floor)->group("");              // internal: TXNS,HOPS
+  c->add_option("--floor", a.floor)->group("");              // internal: TXNS,HOPS[,IN_FLIGHT]
   c->add_option("--result-file", a.result_file)->group("");  // internal
 }
 
@@ -206,9 +206,9 @@ class bench_runner {
 
 // The child of `bench --floor`: one floor in this process.
 int floor_child(const bench_args& a) {
-  auto [transactions, hops] = bench::parse_floor_size(a.floor);
+  const bench::floor_shape size = bench::parse_floor_size(a.floor);
   if (a.result_file.empty()) bad_option("--floor", "needs --result-file FILE");
-  bench::floor_figures f = bench::run_floor(transactions, hops);
+  bench::floor_figures f = bench::run_floor(size.transactions, size.hops, size.in_flight);
   std::ofstream(a.result_file) << bench::to_json(f).dump();
   return 0;
 }
