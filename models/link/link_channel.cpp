@@ -320,6 +320,12 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   counts.credit_stall = at > std::max(e.ready_ps, m_busy_until);
   const auto cls = pcie::fc_class_of(h.type);
   const pcie::credit_cost cost = rest ? credit_cost_of(gp) : e.cost;  // a piece: its own
+  auto& mm = transport::meta(gp);
+  // What a transmission held behind this burst counts: whether it ran ahead of its credits on
+  // a link before this one. On its first link that is how its sender's jobs take turns, a
+  // class of its own (docs/architecture.md, "Ramps").
+  const bool ran_ahead_before = mm.ran_ahead_of_credits;
+  if (cost.header > 1 && !m_credits.can_send(cls, cost)) mm.ran_ahead_of_credits = true;
   m_credits.consume(cls, cost);
   const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
   const uint64_t per_tlp = tlp_overhead_bytes(h);
@@ -339,7 +345,6 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   }
   uint64_t ser = uint64_t(bytes * m_ps_per_wire_byte + 0.5);
   uint64_t tlp_ser = uint64_t(tlp_bytes * m_ps_per_wire_byte + 0.5);
-  auto& mm = transport::meta(gp);
   // A burst's first TLP arrives after its own serialization time. Its DLLPs go between its
   // TLPs, as they would TLP by TLP, so its last TLP is through once all the symbols are but
   // that TLP's share of the DLLPs (which follow it); and it cannot leave before it is ready
@@ -364,7 +369,7 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
       std::max(at + ser - last_dllps_ser, std::max(at, e.ready_ps + mm.lag_ps) + last_ser);
   // The last DLLPs follow the TLPs, or fill the gaps of a burst that trickles in.
   m_busy_until = std::max(at + ser, tlps_end);
-  m_holds.started(m.stream, m.tlps, e.ready_ps, at, tlps_end, ser, int(cls));
+  m_holds.started(m.stream, m.tlps, e.ready_ps, at, tlps_end, ser, int(cls), ran_ahead_before);
   mm.last_ser_ps = first_ser;
   mm.tail_ser_ps = last_ser;
   mm.lag_ps = tlps_end - (at + first_ser);

@@ -95,6 +95,7 @@ class link_channel : public sc_core::sc_module,
   // Burst fidelity: how often a transmission of another stream waited for a burst of at least
   // four times as many TLPs to finish here (TLP by TLP it would have waited for one TLP).
   uint64_t held_behind_bursts() const { return m_holds.count(); }
+  uint64_t held_behind_ran_ahead_bursts() const { return m_holds.count_ran_ahead(); }
   // Burst fidelity: measure the credits each class would have needed TLP by TLP
   // (models/pcie/credit_demand.h), given how long the receiver holds a TLP before it frees
   // its buffer. Off by default: TLP by TLP, credits hold TLPs back as they are.

@@ -128,6 +128,10 @@ struct tlp_meta {
   // TLPs leave, the last this long after the first (0: all at once); the link it came by
   // gets the credits back at that pace.
   uint64_t frees_over_ps = 0;
+  // Burst fidelity: on some link it took, the burst started without credits for all of its
+  // TLPs (double buffering, docs/architecture.md "Flow control"): TLP by TLP its later TLPs
+  // would have waited for the receiver to free room, and come in further apart than they do.
+  bool ran_ahead_of_credits = false;
 };
 
 }  // namespace p2psim::pcie

@@ -60,6 +60,15 @@ void channel_warnings(std::vector<std::string>& out, const std::string& what,
         "here, and those they waited for faster, whatever their sizes (docs/architecture.md, "
         "\"Burst fidelity\", a burst is one unit in every queue): study it with --fidelity tlp",
         what, receiver, n));
+  if (uint64_t n = channel.held_behind_ran_ahead_bursts())
+    out.push_back(fmt::format(
+        "{}: toward {}: {} times a transmission waited for a burst of another stream (or "
+        "another class of its own) that had started on a link before without credits for all "
+        "of its TLPs: TLP by TLP its TLPs would have come in as the receiver freed room, "
+        "further apart, and the transmission gone between them; the transfers that waited may "
+        "look slower here (docs/architecture.md, \"Burst fidelity\", flow control): study it "
+        "with --fidelity tlp",
+        what, receiver, n));
 }
 
 }  // namespace

@@ -73,3 +73,27 @@ TEST_CASE("burst holds: a burst of its own stream in another class counts", "[li
   h.started(4, 1, 2400, 4500, 4600, 100, completion);  // its own class: in order either way
   CHECK(h.count() == 1);
 }
+
+TEST_CASE("burst holds: waiting for a small burst that ran ahead of its credits counts apart",
+          "[link][burst]") {
+  // Generated seed 699: a completion waits for another stream's 2-TLP write burst, which TLP
+  // by TLP came in a TLP time apart as its switch freed room: it would have gone between them.
+  burst_holds h;
+  h.started(1, 2, 0, 0, 200, 200, 0, true);
+  h.started(2, 1, 50, 200, 300, 100, 2);
+  CHECK(h.count() == 0);
+  CHECK(h.count_ran_ahead() == 1);
+  // The same burst with all of its credits: as TLP by TLP within a TLP, nothing counted.
+  h.started(1, 2, 300, 300, 500, 200, 0, false);
+  h.started(2, 1, 350, 500, 600, 100, 2);
+  CHECK(h.count_ran_ahead() == 1);
+  // Its own stream and class behind it: TLP by TLP it would have waited all the same.
+  h.started(1, 2, 600, 600, 800, 200, 0, true);
+  h.started(1, 1, 650, 800, 900, 100, 0);
+  CHECK(h.count_ran_ahead() == 1);
+  // A burst at least four times as large counts as held, whether or not it ran ahead.
+  h.started(1, 8, 900, 900, 1700, 800, 0, true);
+  h.started(2, 1, 950, 1700, 1800, 100, 2);
+  CHECK(h.count() == 1);
+  CHECK(h.count_ran_ahead() == 1);
+}
