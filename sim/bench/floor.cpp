@@ -7,7 +7,6 @@
 #include <vector>
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
-#include <tlm_utils/peq_with_cb_and_phase.h>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 #include <systemc>

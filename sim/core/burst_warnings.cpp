@@ -49,26 +49,28 @@ std::string credit_shortfall(const link::link_channel& c) {
 // What one direction of a link or socket interconnect (`what`: "link NAME") says.
 void channel_warnings(std::vector<std::string>& out, const std::string& what,
                       const link::link_channel& channel, const std::string& receiver) {
-  if (auto w = credit_shortfall(channel); !w.empty())
-    out.push_back(fmt::format("{}: toward {}: {}", what, receiver, w));
+  auto say = [&](const std::string& why) {
+    out.push_back(fmt::format("{}: toward {}: {}", what, receiver, why));
+  };
+  if (auto w = credit_shortfall(channel); !w.empty()) say(w);
   if (uint64_t n = channel.held_behind_bursts())
-    out.push_back(fmt::format(
-        "{}: toward {}: {} times a transmission waited for a whole burst of another "
+    say(fmt::format(
+        "{} times a transmission waited for a whole burst of another "
         "stream (or another class of its own) at least four times its size, or one that held "
         "the wire four times as long as its symbols take while its TLPs came in, where TLP by "
         "TLP it would have waited for one TLP: the transfers that waited may look slower "
         "here, and those they waited for faster, whatever their sizes (docs/architecture.md, "
         "\"Burst fidelity\", a burst is one unit in every queue): study it with --fidelity tlp",
-        what, receiver, n));
+        n));
   if (uint64_t n = channel.held_behind_ran_ahead_bursts())
-    out.push_back(fmt::format(
-        "{}: toward {}: {} times a transmission waited for a burst of another stream (or "
+    say(fmt::format(
+        "{} times a transmission waited for a burst of another stream (or "
         "another class of its own) that had started on a link before without credits for all "
         "of its TLPs: TLP by TLP its TLPs would have come in as the receiver freed room, "
         "further apart, and the transmission gone between them; the transfers that waited may "
         "look slower here (docs/architecture.md, \"Burst fidelity\", flow control): study it "
         "with --fidelity tlp",
-        what, receiver, n));
+        n));
 }
 
 }  // namespace
