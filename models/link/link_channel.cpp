@@ -35,9 +35,14 @@ link_channel::link_channel(sc_module_name name, const channel_timing& timing,
   dont_initialize();
 }
 
-void link_channel::track_credit_demand(uint64_t receiver_hold_ps) {
+void link_channel::pace_bursts_by_credits(const receiver_hold& hold) {
+  const uint64_t two_way = 2 * m_timing.latency_ps;
   m_demand.assign(pcie::fc_class_count,
-                  pcie::credit_demand(2 * m_timing.latency_ps + receiver_hold_ps));
+                  pcie::credit_demand({two_way, hold.usual_ps, hold.from_tail}));
+  const pcie::credit_loop least{two_way, hold.least_ps, hold.from_tail};
+  const pcie::credit_limits& l = m_receiver_credits;
+  m_windows = {pcie::credit_window(l.ph, l.pd, least), pcie::credit_window(l.nph, l.npd, least),
+               pcie::credit_window(l.cplh, l.cpld, least)};
 }
 
 void link_channel::set_sender(const transport::pcie_port& sender) {
@@ -365,8 +370,14 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   // start, a 64 KiB burst forwarded from a Gen3 x4 link onto a Gen3 x8 one held the wire for
   // the x4 time again after waiting, and two such writers into one GPU got half of TLP
   // fidelity's bandwidth (tests/data/generated/burst_lag_elapsed_in_queue.yaml).
-  const uint64_t tlps_end =
+  uint64_t tlps_end =
       std::max(at + ser - last_dllps_ser, std::max(at, e.ready_ps + mm.lag_ps) + last_ser);
+  // Nor sooner than the receiver's credits let its TLPs start (credit_window.h).
+  if (!m_windows.empty())
+    if (pcie::credit_window& w = m_windows[size_t(cls)]; w.limits())
+      tlps_end = std::max(tlps_end, w.place(at, mm.tlps, cost.data, ser / mm.tlps, e.ready_ps,
+                                            mm.lag_ps, mean_ser) +
+                                        last_ser);
   // The last DLLPs follow the TLPs, or fill the gaps of a burst that trickles in.
   m_busy_until = std::max(at + ser, tlps_end);
   m_holds.started(m.stream, m.tlps, e.ready_ps, at, tlps_end, ser, int(cls), ran_ahead_before);

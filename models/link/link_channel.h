@@ -14,6 +14,7 @@
 
 #include "models/link/burst_holds.h"
 #include "models/pcie/credit_demand.h"
+#include "models/pcie/credit_window.h"
 #include "models/pcie/credits.h"
 #include "models/pcie/order_policy.h"
 #include "models/pcie/tlp.h"
@@ -77,6 +78,14 @@ inline const stats::table<channel_stats>& channel_stat_table() {
   return t;
 }
 
+// How the receiver of a direction holds a TLP before it frees its buffer (burst fidelity's
+// credit loops, models/pcie/credit_loop.h): usually, at the least, and whether from the TLP's
+// tail (store and forward) or its header (cut-through).
+struct receiver_hold {
+  uint64_t usual_ps = 0, least_ps = 0;
+  bool from_tail = true;
+};
+
 class link_channel : public sc_core::sc_module,
                      private transport::hop_forward,
                      private transport::hop_backward {
@@ -96,10 +105,12 @@ class link_channel : public sc_core::sc_module,
   // four times as many TLPs to finish here (TLP by TLP it would have waited for one TLP).
   uint64_t held_behind_bursts() const { return m_holds.count(); }
   uint64_t held_behind_ran_ahead_bursts() const { return m_holds.count_ran_ahead(); }
-  // Burst fidelity: measure the credits each class would have needed TLP by TLP
-  // (models/pcie/credit_demand.h), given how long the receiver holds a TLP before it frees
-  // its buffer. Off by default: TLP by TLP, credits hold TLPs back as they are.
-  void track_credit_demand(uint64_t receiver_hold_ps);
+  // Burst fidelity: start no more of a class's TLPs within a credit loop than the receiver
+  // has credits for (models/pcie/credit_window.h), given the least time it holds a TLP; and
+  // measure the credits each class would have needed TLP by TLP (models/pcie/credit_demand.h),
+  // given the time it usually does. Off by default: TLP by TLP, credits hold TLPs back as they
+  // are.
+  void pace_bursts_by_credits(const receiver_hold& hold);
   const pcie::credit_demand* credit_demand(pcie::fc_class c) const {
     return m_demand.empty() ? nullptr : &m_demand[size_t(c)];
   }
@@ -222,7 +233,8 @@ class link_channel : public sc_core::sc_module,
   sc_core::sc_event m_wake;
   void woken();
   channel_stats m_stats;
-  std::vector<pcie::credit_demand> m_demand;  // by class, when tracked
+  std::vector<pcie::credit_demand> m_demand;   // by class, when tracked
+  std::vector<pcie::credit_window> m_windows;  // by class, when paced
 };
 
 }  // namespace p2psim::link

@@ -30,12 +30,12 @@ class pcie_link : public sc_core::sc_module {
   void connect(transport::pcie_port& upstream, transport::pcie_port& downstream);
   const link_channel& downstream() const { return *m_down; }  // toward the endpoint
   const link_channel& upstream() const { return *m_up; }      // toward the root complex
-  // Burst fidelity: each direction measures the credits its receiver would have had to
-  // advertise TLP by TLP (link_channel::track_credit_demand), given how long each end holds
-  // a TLP it receives.
-  void track_credit_demand(uint64_t down_hold_ps, uint64_t up_hold_ps) {
-    m_down->track_credit_demand(down_hold_ps);
-    m_up->track_credit_demand(up_hold_ps);
+  // Burst fidelity: each direction paces its bursts by its receiver's credits and measures
+  // those it would have needed TLP by TLP (link_channel::pace_bursts_by_credits), given how
+  // each end holds a TLP it receives.
+  void pace_bursts_by_credits(const receiver_hold& down, const receiver_hold& up) {
+    m_down->pace_bursts_by_credits(down);
+    m_up->pace_bursts_by_credits(up);
   }
   const pcie_link_params& params() const { return m_params; }
   double raw_gbs() const;

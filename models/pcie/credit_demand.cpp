@@ -37,7 +37,7 @@ void credit_demand::measure(uint64_t t, uint64_t loop) {
 void credit_demand::sent(uint64_t first_ps, uint64_t last_ps, uint32_t tlps, uint32_t data_credits,
                          uint64_t tlp_ps) {
   if (tlps == 0) return;
-  const uint64_t loop = tlp_ps + m_loop_rest_ps;
+  const uint64_t loop = m_loop.of(tlp_ps);
   m_longest_loop_ps = std::max(m_longest_loop_ps, loop);
   // Runs whose last TLP left a loop before this one starts hold nothing any more.
   auto kept = m_recent.begin();

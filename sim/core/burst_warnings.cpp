@@ -11,8 +11,9 @@ namespace p2psim::core {
 namespace {
 
 // TLP by TLP, a receiver that advertises fewer credits than a class had in flight over its
-// credit loop holds the sender back; a burst starts while less than a burst is owed beyond
-// them (double buffering), so it is not held back alike (models/pcie/credit_demand.h).
+// credit loop holds the sender back; bursts are paced by the credits over the shortest loop
+// the link allows (models/pcie/credit_window.h), not over the one the receiver makes by
+// holding TLPs longer (models/pcie/credit_demand.h).
 std::string credit_shortfall(const link::link_channel& c) {
   const pcie::credit_limits& l = c.receiver_credits();
   struct cls_keys {
@@ -40,9 +41,10 @@ std::string credit_shortfall(const link::link_channel& c) {
   if (why.empty()) return "";
   return fmt::format(
       "the receiver advertises {} credits, fewer than were in flight over a credit loop of "
-      "{:.0f} ns in this run: TLP by TLP the sender waits for credits here, while bursts are "
-      "double-buffered and do not (docs/architecture.md, \"Burst fidelity\"): study this "
-      "link with --fidelity tlp",
+      "{:.0f} ns in this run: TLP by TLP the sender waits for credits here for as long as "
+      "the receiver holds each TLP, while bursts are held back only for the shortest loop "
+      "the link allows (docs/architecture.md, \"Flow control\"): study this link with "
+      "--fidelity tlp",
       why, loop_ps / 1000.0);
 }
 

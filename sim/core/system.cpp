@@ -45,17 +45,22 @@ pcie::credit_limits receiver_credits(const pcie::credit_limits& c, bool infinite
 // Builds a model that backs `bytes` of memory. The backing store reserves its table of chunks
 // (8 bytes per 16 KiB) up front, so a memory larger than this machine can reserve that for is
 // an input too large to simulate, named at its key, not an internal error.
-// How long a receiver holds a TLP before it can free the buffer: a switch its latency, a root
-// port its root complex's (and, behind a translating IOMMU, a page walk, which holds the
-// buffer), an endpoint nothing (its data path drains at once, or is the limit).
-uint64_t receiver_hold_ps(const topo::topology& t, const std::string& node) {
-  if (const auto* s = t.find_switch(node)) return pcie::ns_to_ps(s->latency_ns);
+// How a receiver holds a TLP before it can free the buffer, for burst fidelity's credit loops
+// (link_channel::pace_bursts_by_credits). Usually: a switch its latency (from the header,
+// cut-through), a root port its root complex's (and, behind a translating IOMMU, a page walk,
+// which holds the buffer), an endpoint nothing (its data path drains at once, or is the
+// limit). At the least: a switch still its latency, a root port or endpoint nothing known.
+link::receiver_hold receiver_hold_of(const topo::topology& t, const std::string& node) {
+  if (const auto* s = t.find_switch(node)) {
+    const uint64_t ps = pcie::ns_to_ps(s->latency_ns);
+    return {ps, ps, !s->cut_through};
+  }
   if (const auto* s = t.find_socket(node)) {
     double ns = s->platform.rc_latency_ns;
     if (s->iommu.mode == iommu::iommu_mode::translating) ns += s->iommu.miss_latency_ns;
-    return pcie::ns_to_ps(ns);
+    return {pcie::ns_to_ps(ns), 0, true};
   }
-  return 0;
+  return {0, 0, true};
 }
 
 template <class F>
@@ -206,7 +211,7 @@ void fabric_system::build_links() {
     auto lk = std::make_unique<link::pcie_link>(name.c_str(), p, m_order);
     lk->connect(upstream_port_for(l, index), downstream_port_for(l.down));
     if (m_bursts)
-      lk->track_credit_demand(receiver_hold_ps(m_topo, l.down), receiver_hold_ps(m_topo, l.up));
+      lk->pace_bursts_by_credits(receiver_hold_of(m_topo, l.down), receiver_hold_of(m_topo, l.up));
 
     const auto& w = m_addr.ports.at(l.down);
     if (up_is_socket)

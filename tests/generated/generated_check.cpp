@@ -112,6 +112,7 @@ double relative(double a, double b) {
 
 struct transfer_info {
   uint64_t size = 0;  // bytes per stream
+  int streams = 1;    // at once (`concurrency`)
   int group = -1;     // transfers of one group run at the same time (`start: with_previous`)
 };
 
@@ -130,6 +131,7 @@ std::map<std::string, transfer_info> transfers_of(const std::string& scenario) {
   for (const auto& t : s["transfers"]) {
     auto& x = out[t["name"].as<std::string>()];
     x.size = size_of(t["size"]);
+    if (t["concurrency"]) x.streams = t["concurrency"].as<int>();
     if (!(t["start"] && t["start"].as<std::string>() == "with_previous")) ++group;
     x.group = group;
   }
@@ -223,13 +225,14 @@ void check_files(const options& o, const std::string& scenario, const std::strin
         f.add(fmt::format("{}: {} bytes failed, {} mismatched of {}  ({} --fidelity {})", what,
                           b["failed_bytes"].get<uint64_t>(), b["mismatched_bytes"].get<uint64_t>(),
                           b["bytes"].get<uint64_t>(), repro, fid));
-      auto bound = machine.bound(src, dst, write, sizes[name].size, 1);
+      auto bound = machine.bound(src, dst, write, sizes[name].size, sizes[name].streams);
       double gbps = b["gbps"];
       if (gbps > bound.max_gbps * (1 + 1e-9))
-        f.add(fmt::format(
-            "{}: {:.4f} GB/s for {} B per stream, above the limit of its path, {:.4f} "
-            "GB/s ({})  ({} --fidelity {})",
-            what, gbps, sizes[name].size, bound.max_gbps, bound.bottleneck, repro, fid));
+        f.add(
+            fmt::format("{}: {:.4f} GB/s for {} x {} B, above the limit of its path, {:.4f} "
+                        "GB/s ({})  ({} --fidelity {})",
+                        what, gbps, sizes[name].streams, sizes[name].size, bound.max_gbps,
+                        bound.bottleneck, repro, fid));
     }
     for (const auto& l : j["latency"]) {
       std::string src = l["src"], dst = l["dst"];

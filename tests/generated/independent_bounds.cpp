@@ -88,8 +88,9 @@ double link_limit_gbps(int gen, int width, int ack_limit, int fc_limit, uint64_t
 
 machine_view::machine_view(const std::string& topology_file, const std::string& platforms_dir) {
   YAML::Node t = YAML::LoadFile(topology_file);
-  uint64_t mps = 256;
+  uint64_t mps = 256, mrrs = 512;
   if (t["pcie"] && t["pcie"]["mps"]) mps = size_of(t["pcie"]["mps"]);
+  if (t["pcie"] && t["pcie"]["mrrs"]) mrrs = size_of(t["pcie"]["mrrs"]);
   int index = 0;
   for (const auto& s : t["sockets"]) {
     socket sk;
@@ -161,6 +162,7 @@ machine_view::machine_view(const std::string& topology_file, const std::string& 
     n.name = d["name"].as<std::string>();
     n.kind = d["type"] ? d["type"].as<std::string>() : "gpu";
     n.mps = d["mps"] ? size_of(d["mps"]) : mps;
+    n.mrrs = d["mrrs"] ? size_of(d["mrrs"]) : mrrs;
     if (n.kind == "gpu") n.latency_ns = d["vram_latency"] ? ns_of(d["vram_latency"]) : 300;
     m_nodes[n.name] = n;
   }
@@ -173,6 +175,13 @@ machine_view::machine_view(const std::string& topology_file, const std::string& 
     if (l["ecrc"]) n.ecrc = l["ecrc"].as<bool>();
     if (l["ack_limit"]) n.ack_limit = l["ack_limit"].as<int>();
     if (l["fc_limit"]) n.fc_limit = l["fc_limit"].as<int>();
+    if (auto c = l["credits"]) {
+      if (c["ph"]) n.ph = c["ph"].as<uint64_t>();
+      if (c["pd"]) n.pd = c["pd"].as<uint64_t>();
+      if (c["nph"]) n.nph = c["nph"].as<uint64_t>();
+      if (c["cplh"]) n.cplh = c["cplh"].as<uint64_t>();
+      if (c["cpld"]) n.cpld = c["cpld"].as<uint64_t>();
+    }
   }
   // Sockets of switches and devices, from the top down.
   for (auto& [name, n] : m_nodes)
@@ -192,7 +201,7 @@ std::vector<std::string> machine_view::chain(const std::string& name) const {
 }
 
 path_bound machine_view::bound(const std::string& src, const std::string& dst, bool write,
-                               uint64_t bytes, int /*streams*/) const {
+                               uint64_t bytes, int streams) const {
   path_bound b;
   b.max_gbps = std::numeric_limits<double>::infinity();
   auto limit = [&](double gbps, const std::string& what) {
@@ -227,24 +236,68 @@ path_bound machine_view::bound(const std::string& src, const std::string& dst, b
     near_payload = far_payload = completer;
   }
 
+  // The credits of the link from `n` to its parent, in the class the data travels in: a
+  // write's posted requests or a read's completions, which `receiver` takes (null: both ends
+  // do, the data going up and coming back). In a credit loop at most `headers` TLPs start and
+  // at most 16 B per data credit; the loop is no shorter than the way there and back and the
+  // longer of the smallest TLP's symbols (the receiver has all of it) and a receiving switch's
+  // latency (a cut-through switch passes a TLP on, and frees it, that long after its header
+  // came in: docs/formats-topology.md, `forwarding`). Endpoints and root ports advertise infinite
+  // completion credits (PCIe Base Spec 2.6.1).
+  const uint64_t all_bytes = bytes * uint64_t(std::max(streams, 1));  // the streams share it
+  // `requests`: a read's requests (MRRS bytes each at most), which travel the other way in
+  // non-posted credits.
+  auto limit_by_credits = [&](const node& n, uint64_t payload, uint64_t overhead,
+                              const node* receiver, bool requests = false) {
+    const node& p = at(n.parent);
+    if (!write && !requests && receiver && receiver->kind != "switch") return;
+    const uint64_t headers = write ? n.ph : requests ? n.nph : n.cplh;
+    const uint64_t data = write ? n.pd : requests ? 0 : n.cpld;
+    auto hold = [&](const node& end) { return end.kind == "switch" ? end.latency_ns : 0.0; };
+    const double symbols_ns = double(overhead) / (raw_lane_gbps(n.gen) * n.width);
+    const double loop_ns =
+        2 * n.link_latency_ns +
+        std::max(symbols_ns, receiver ? hold(*receiver) : std::min(hold(n), hold(p)));
+    auto by = [&](uint64_t units, uint64_t in_flight, const char* key) {
+      if (!in_flight) return;                                          // infinite
+      const uint64_t loops = (units + in_flight - 1) / in_flight - 1;  // after the first window
+      if (loops)
+        limit(double(all_bytes) / (double(loops) * loop_ns),
+              "credits of link " + n.name + " (" + key + " " + std::to_string(in_flight) + ")");
+    };
+    by((all_bytes + payload - 1) / payload, headers, write ? "ph" : requests ? "nph" : "cplh");
+    by((all_bytes + 15) / 16, data, write ? "pd" : "cpld");
+  };
   double each_way = 0, once = 0;  // a read's request and data both pay each_way
   // `data`: the path's data crosses these links (else only its requests do).
-  auto walk = [&](const std::vector<std::string>& c, uint64_t payload, bool data = true) {
+  // `toward`: which end of each link receives the data (1: the parent, 0: the node, -1:
+  // both, as the data climbs and comes back down).
+  auto walk = [&](const std::vector<std::string>& c, uint64_t payload, int toward,
+                  bool data = true) {
     for (const auto& x : c) {
       if (x == common) break;
       const node& n = at(x);
       if (n.kind == "socket") break;
       uint64_t overhead = tlp_min_overhead + (n.ecrc ? 4 : 0);
-      if (data)
+      if (data) {
         limit(link_limit_gbps(n.gen, n.width, n.ack_limit, n.fc_limit, bytes, payload, overhead),
               "link " + x);
+        limit_by_credits(n, payload, overhead, toward < 0 ? nullptr : toward ? &at(n.parent) : &n);
+        if (!write)  // the requests go the other way
+          limit_by_credits(n, s.mrrs, overhead,
+                           toward < 0 ? nullptr
+                           : toward   ? &n
+                                      : &at(n.parent),
+                           true);
+      }
       b.links.push_back(x);
       double ns = n.link_latency_ns + (n.kind == "switch" ? n.latency_ns : 0);
       (data ? each_way : once) += ns;
     }
   };
-  walk(up, near_payload);
-  if (!memory) walk(down, far_payload);
+  // A write's data climbs from the source and comes down to the target; a read's comes back.
+  walk(up, near_payload, write);
+  if (!memory) walk(down, far_payload, !write);
   if (!common.empty() && at(common).kind == "switch") {
     each_way += at(common).latency_ns;
     // Sent up by ACS (or for the IOMMU), a peer request climbs from the switch where the
@@ -255,7 +308,7 @@ path_bound machine_view::bound(const std::string& src, const std::string& dst, b
       std::vector<std::string> above = chain(common);
       const std::string meet = common;
       common.clear();
-      walk(above, near_payload, write);
+      walk(above, near_payload, -1, write);
       common = meet;
     }
   }

@@ -9,6 +9,12 @@
 //   each TLP the smallest overhead it could have (a 3DW header: 20 bytes on the wire) and the
 //   largest payload it could carry (the sender's MPS; a re-emitting root complex's TLP size
 //   behind it), no more than the socket interconnect and a root complex's P2P cap;
+// - and no more than the credits of each link the data crosses let through: a TLP's credits
+//   come back no sooner than a credit loop after it started (its way there and the UpdateFC's
+//   way back, and a switch's latency if a switch holds it), so in any loop at most as many
+//   TLPs start as the receiver advertises headers for, and at most 16 bytes per data credit
+//   (for a read, its requests too: at most one per non-posted header credit);
+
 // - latency: no less than the fixed delays of the path: every link's propagation, every
 //   switch's and root complex's latency, the interconnect's, and for a read both ways and the
 //   completer's access time.
@@ -42,7 +48,7 @@ class machine_view {
   machine_view(const std::string& topology_file, const std::string& platforms_dir);
 
   // A DMA of `streams` x `bytes` from `src` (a device) to or from `dst` (a device or a
-  // socket's memory), all at once.
+  // socket's memory), all at once: the bandwidth bound is for all of them together.
   path_bound bound(const std::string& src, const std::string& dst, bool write, uint64_t bytes,
                    int streams) const;
 
@@ -58,13 +64,15 @@ class machine_view {
     std::string name, kind;  // socket, switch, gpu, dma_engine, nvme
     std::string parent;      // the node above (empty: a socket)
     int socket = -1;
-    uint64_t mps = 256;
+    uint64_t mps = 256, mrrs = 512;
     double latency_ns = 0;  // switch: ingress to egress; GPU: a BAR1 read's access
     bool acs_redirect = false;
     // The link to the parent.
     int gen = 3, width = 16, ack_limit = 0, fc_limit = 0;
     bool ecrc = false;
     double link_latency_ns = 5;
+    // What each end of the link advertises (docs/formats-topology.md; 0: infinite).
+    uint64_t ph = 64, pd = 1024, nph = 64, cplh = 64, cpld = 1024;
   };
   struct socket {
     platform p;

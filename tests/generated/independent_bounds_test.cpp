@@ -2,6 +2,9 @@
 // against a shipped topology's own numbers, so that the oracle itself is right.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+
 #include "tests/generated/independent_bounds.h"
 
 using p2psim::oracle::link_limit_gbps;
@@ -48,4 +51,43 @@ TEST_CASE("oracle: a path to another socket names the interconnect", "[oracle]")
   auto h = m.bound("nic0", "cpu0", true, 4, 1);  // the other socket's memory
   CHECK(h.interconnects == std::vector<std::string>{"upi0"});
   CHECK(m.bound("nic0", "cpu1", true, 4, 1).interconnects.empty());  // its own socket's
+}
+
+TEST_CASE("oracle: a receiver's credits bound what a link carries per credit loop", "[oracle]") {
+  // Gen5 x16 links 500 ns long: 64 KiB at MPS 256 is 256 TLPs, four at a time (ph 4) per
+  // loop of 1000 ns there and back and a 20-byte TLP's 0.32 ns of symbols (gpu0 frees at
+  // once): 63 loops after the first four, 63,020 ns.
+  const auto dir = std::filesystem::temp_directory_path() / "p2psim_oracle_credits";
+  std::filesystem::create_directories(dir);
+  const auto file = (dir / "credits.yaml").string();
+  std::ofstream(file) << R"(name: credits
+pcie: {mps: 256B}
+sockets:
+  - {name: cpu0, platform: skylake_sp}
+switches:
+  - {name: sw0, latency: 100ns}
+devices:
+  - {name: gpu0, type: gpu}
+  - {name: nic0, type: dma_engine}
+links:
+  - {up: cpu0, down: sw0, gen: 5, width: 16, latency: 500ns, credits: {cplh: 2}}
+  - {up: sw0, down: gpu0, gen: 5, width: 16, latency: 500ns, credits: {ph: 4, cplh: 1}}
+  - {up: sw0, down: nic0, gen: 5, width: 16, latency: 500ns}
+)";
+  machine_view m(file, P2PSIM_SOURCE_DIR "/topologies/platforms");
+  const double loop_ns = 1000 + 20 / (32.0 * 128 / 130 / 8 * 16);
+  auto w = m.bound("nic0", "gpu0", true, 64 << 10, 1);
+  CHECK(w.bottleneck == "credits of link gpu0 (ph 4)");
+  CHECK(w.max_gbps == Approx(65536 / (63 * loop_ns)));
+  // Two streams of it: 512 TLPs, 127 loops.
+  CHECK(m.bound("nic0", "gpu0", true, 64 << 10, 2).max_gbps == Approx(2 * 65536 / (127 * loop_ns)));
+  // No more than four TLPs: nothing to wait for.
+  CHECK(m.bound("nic0", "gpu0", true, 1024, 1).bottleneck.rfind("link ", 0) == 0);
+  // A read of host memory: 64 B completions two at a time into sw0 (which holds each 100 ns
+  // after its header: a 1,100 ns loop), and none into gpu0, which as an endpoint advertises
+  // infinite completion credits (PCIe Base Spec 2.6.1) whatever the link says.
+  auto r = m.bound("gpu0", "cpu0", false, 64 << 10, 1);
+  CHECK(r.bottleneck == "credits of link sw0 (cplh 2)");
+  CHECK(r.max_gbps == Approx(65536 / (511 * 1100.0)));
+  std::filesystem::remove_all(dir);
 }
