@@ -1,10 +1,11 @@
 // Burst fidelity: the credits one flow-control class on one direction of a link would have
 // needed, TLP by TLP, to move as its bursts did. A TLP holds its receiver's credits for a
-// credit loop (credit_loop.h). Those started within one loop of each other are in flight at once; a
-// receiver that advertises fewer holds the sender back TLP by TLP, while bursts are double-buffered
-// and are not (docs/architecture.md, "Burst fidelity"). Each burst's TLPs are taken as evenly
-// spread from its first TLP's start to its last's; the most in flight is taken at each burst's
-// first and last TLP.
+// credit loop (credit_loop.h). Those started within one loop of each other are in flight at
+// once; a receiver that advertises fewer holds the sender back TLP by TLP, while bursts are
+// held back only over the shortest loop (credit_window.h), so where the receiver holds TLPs
+// longer they are not (docs/architecture.md, "Burst fidelity"). Each burst's TLPs are taken as
+// evenly spread from its first TLP's start to its last's; the most in flight is taken at each
+// burst's first and last TLP.
 #pragma once
 
 #include <cstdint>

@@ -42,9 +42,6 @@ pcie::credit_limits receiver_credits(const pcie::credit_limits& c, bool infinite
   return l;
 }
 
-// Builds a model that backs `bytes` of memory. The backing store reserves its table of chunks
-// (8 bytes per 16 KiB) up front, so a memory larger than this machine can reserve that for is
-// an input too large to simulate, named at its key, not an internal error.
 // How a receiver holds a TLP before it can free the buffer, for burst fidelity's credit loops
 // (link_channel::pace_bursts_by_credits). Usually: a switch its latency (from the header,
 // cut-through), a root port its root complex's (and, behind a translating IOMMU, a page walk,
@@ -63,6 +60,9 @@ link::receiver_hold receiver_hold_of(const topo::topology& t, const std::string&
   return {0, 0, true};
 }
 
+// Builds a model that backs `bytes` of memory. The backing store reserves its table of chunks
+// (8 bytes per 16 KiB) up front, so a memory larger than this machine can reserve that for is
+// an input too large to simulate, named at its key, not an internal error.
 template <class F>
 auto backed(F&& make, const config::source_loc& where, const std::string& key, uint64_t bytes) {
   try {

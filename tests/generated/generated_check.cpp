@@ -83,6 +83,7 @@ struct findings {
   void add(const std::string& s) { lines.push_back(s); }
   std::vector<p2psim::oracle::burst_accuracy::transfer> transfers;
   bool any_warning = false;  // the burst run warned of something
+  std::string summary;       // the generated case, for --verbose
 };
 
 // Runs p2psim; its exit code. stdout and stderr go to `log`.
@@ -308,7 +309,7 @@ void check_case(const options& o, uint64_t seed,
     f.add(c.name + ": the same seed generated different files");
   const std::string dir = o.dir + "/" + c.name;
   const std::string scenario = p2psim::generate::write_case(c, dir);
-  if (o.verbose) std::cout << c.summary << "\n";
+  if (o.verbose) f.summary = c.summary;
   check_files(
       o, scenario, dir + "/" + c.name + ".topology.yaml", c.name,
       fmt::format("p2psim generate --seed {} -o DIR && p2psim run DIR/{}.yaml", seed, c.name), dir,
@@ -391,6 +392,7 @@ int main(int argc, char** argv) {
   for (uint64_t i = 0; i < o.count; ++i) {
     const uint64_t seed = o.first + i;
     const findings& f = results[i];
+    if (!f.summary.empty()) std::cout << f.summary << "\n";
     accuracy.add_case(f.transfers, f.any_warning);
     if (auto k = known.find(seed); k != known.end()) {
       if (f.lines.empty()) {
