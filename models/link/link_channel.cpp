@@ -224,83 +224,6 @@ channel_stats link_channel::stats() const {
   return s;
 }
 
-// Starts the oldest queued TLP now, at the time it will start, if that is already certain:
-// when the serializer is busy (or idle, but the TLP still in its sender's pipeline), it
-// starts at `at`, the later of the serializer freeing and the TLP being ready, provided it
-// has its credits by the time the serializer frees, no other queued TLP is ready before
-// `at`, and (if `at` is past the serializer freeing) the sender says it will hand over none
-// that is. Nothing else can change that: no start happens while the serializer is busy, a
-// TLP handed over later is younger (the arbiter takes the oldest eligible head first), and
-// credits only come back. The channel then need not wake for it. Not with a choice source:
-// there, which of several eligible TLPs goes is decided when it goes.
-bool link_channel::start_ahead(uint64_t now) {
-  if (!m_sender || m_order.choices) return false;
-  const int oldest = oldest_class();
-  if (oldest < 0) return false;
-  const entry& e = m_queue[oldest].front();
-  const uint64_t free = std::max(m_busy_until, now);
-  const uint64_t at = std::max(free, e.ready_ps);
-  if (at == now) return false;  // startable now: pick() decides (credits or order held it)
-  if (at > free)                // the serializer idles until `at`: nothing else may be ready sooner
-    for (int c = 0; c < pcie::fc_class_count; ++c)
-      if (c != oldest && !m_queue[c].empty() && m_queue[c].front().ready_ps < at) return false;
-  m_credits.advance(free);  // no start decision comes before `free`: returns up to it count
-  if (!may_start(e, oldest)) return false;
-  if (at > free) {
-    if (!m_sender->owner_promises_ready_no_sooner_than(at, transport::promise_scope::all))
-      return false;
-    m_promised_ps = std::max(m_promised_ps, at);
-  }
-  entry started = e;
-  m_queue[oldest].pop_front();
-  start(started, at, now);
-  return true;
-}
-
-bool link_channel::promises_arrival_no_sooner_than(uint64_t t,
-                                                   transport::promise_scope which) const {
-  const uint64_t now = transport::now_ps(), latency = m_timing.latency_ps;
-  // Only the queues the promise is about: every class, or the completions alone.
-  const bool all = which == transport::promise_scope::all;
-  const int first = all ? 0 : int(pcie::fc_class::completion);
-  const int last = all ? pcie::fc_class_count - 1 : first;
-  for (int c = first; c <= last; ++c)
-    for (const entry& e : m_queue[c])
-      if (std::max(e.ready_ps, now) + latency < t) return false;
-  if (t <= now + latency) return true;  // what is still to be handed over starts now or later
-  return m_sender && m_sender->owner_promises_ready_no_sooner_than(t - latency, which);
-}
-
-int link_channel::oldest_class() const {
-  int oldest = -1;
-  for (int c = 0; c < pcie::fc_class_count; ++c)
-    if (!m_queue[c].empty() && (oldest < 0 || m_queue[c].front().seq < m_queue[oldest].front().seq))
-      oldest = c;
-  return oldest;
-}
-
-// The serializer is busy: the earliest time a queued TLP could start, as far as is known
-// now (no_wake: none before more credits come back). Waking any earlier would find nothing
-// to do; a TLP or credit return that comes in meanwhile pumps again and may bring the wake
-// forward.
-uint64_t link_channel::next_chance() {
-  const uint64_t free = m_busy_until;
-  if (m_order.choices) return free;
-  m_credits.advance(free);  // no start decision comes before `free`
-  uint64_t t = no_wake;
-  for (int c = 0; c < pcie::fc_class_count; ++c) {
-    if (m_queue[c].empty()) continue;
-    const entry& e = m_queue[c].front();
-    if (e.ready_ps > free)
-      t = std::min(t, e.ready_ps);
-    else if (may_start(e, c))
-      return free;
-    else if (uint64_t r = m_credits.next_return())
-      t = std::min(t, r);
-  }
-  return t;
-}
-
 // Framing, header and digest: what each TLP adds to its payload on the wire.
 uint64_t link_channel::tlp_overhead_bytes(const pcie::tlp_header& h) const {
   const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
@@ -310,7 +233,7 @@ uint64_t link_channel::tlp_overhead_bytes(const pcie::tlp_header& h) const {
   return per_tlp;
 }
 
-void link_channel::start(entry e, uint64_t at, uint64_t now) {
+void link_channel::start(entry e, uint64_t at, uint64_t now, bool in_gaps) {
   // A burst cut short: its first TLPs go now, the rest is queued again (below).
   uint64_t rest_ready = 0;
   const uint64_t queued = e.queued_ps, ready = e.ready_ps;
@@ -372,14 +295,15 @@ void link_channel::start(entry e, uint64_t at, uint64_t now) {
   // fidelity's bandwidth (tests/data/generated/burst_lag_elapsed_in_queue.yaml).
   uint64_t tlps_end =
       std::max(at + ser - last_dllps_ser, std::max(at, e.ready_ps + mm.lag_ps) + last_ser);
+  const uint64_t arrived_end = tlps_end;
   // Nor sooner than the receiver's credits let its TLPs start (credit_window.h).
   if (!m_windows.empty())
     if (pcie::credit_window& w = m_windows[size_t(cls)]; w.limits())
       tlps_end = std::max(tlps_end, w.place(at, mm.tlps, cost.data, ser / mm.tlps, e.ready_ps,
                                             mm.lag_ps, mean_ser) +
                                         last_ser);
-  // The last DLLPs follow the TLPs, or fill the gaps of a burst that trickles in.
-  m_busy_until = std::max(at + ser, tlps_end);
+  tlps_end = occupy_wire(gp, {at, at + first_ser, tlps_end, ser - last_dllps_ser, ser},
+                         tlps_end > arrived_end, in_gaps);
   m_holds.started(m.stream, m.tlps, e.ready_ps, at, tlps_end, ser, int(cls), ran_ahead_before);
   mm.last_ser_ps = first_ser;
   mm.tail_ser_ps = last_ser;
@@ -467,6 +391,12 @@ void link_channel::pump() {
   while (true) {
     if (m_queue[0].empty() && m_queue[1].empty() && m_queue[2].empty()) break;
     if (m_busy_until > now) {
+      if (m_gaps.until_ps > now && !m_order.choices) {  // a burst's gaps: burst fidelity
+        uint64_t wake = no_wake;
+        if (fill_gap(now, wake)) continue;
+        wake_at(std::min(wake, m_busy_until), now);
+        break;
+      }
       if (start_ahead(now)) continue;
       // A wake no later than the serializer frees is pending already: nothing can start
       // before then, so it is the one that matters.

@@ -12,6 +12,7 @@
 #include "models/pcie/fifo.h"
 #include "models/stats/stat.h"
 
+#include "models/link/burst_gaps.h"
 #include "models/link/burst_holds.h"
 #include "models/pcie/credit_demand.h"
 #include "models/pcie/credit_window.h"
@@ -132,6 +133,8 @@ class link_channel : public sc_core::sc_module,
   // The port that hands this channel its TLPs: if its owner allows it, TLPs are started
   // ahead (models/transport/lookahead.h).
   void set_sender(const transport::pcie_port& sender);
+  // The port it delivers to.
+  void set_receiver(const transport::pcie_port& receiver) { m_receiver = &receiver; }
   // The link's promise (lookahead.h): whether every TLP (of `which`) not on the wire yet
   // reaches the receiving port no sooner than `t`. The queued ones start no sooner than
   // they are ready; for those still to come the sender must promise in turn.
@@ -162,8 +165,22 @@ class link_channel : public sc_core::sc_module,
   };
   slot pick(uint64_t now, uint64_t& wake_at);
   slot pick_explored(uint64_t now, uint64_t& wake_at, pcie::choice_source& choices);
-  // Sends `e`, starting at `at` (now, or later when scheduled ahead).
-  void start(entry e, uint64_t at, uint64_t now);
+  // Sends `e`, starting at `at` (now, or later when scheduled ahead; `in_gaps`: in the gaps
+  // of the burst on the wire, burst_gaps.h).
+  void start(entry e, uint64_t at, uint64_t now, bool in_gaps = false);
+  // Burst fidelity (link_channel_bursts.cpp): a transmission that started at `start_ps`
+  // takes the wire until `end_ps` (its last TLP through; `paced`: held back by credits) while
+  // its TLPs' symbols take `tlp_symbols_ps` and all its symbols `symbols_ps`. Sets when the
+  // wire is free, and the gaps it leaves; returns when its last TLP is through, later if it
+  // went in another burst's gaps.
+  struct wire_use {
+    uint64_t start_ps, first_ps, end_ps, tlp_symbols_ps, symbols_ps;
+  };
+  uint64_t occupy_wire(const tlm::tlm_generic_payload& gp, const wire_use& use, bool paced,
+                       bool in_gaps);
+  // Starts the oldest TLP that may go now in the gaps of the burst on the wire; if none,
+  // `wake` is when one might (no_wake: not before the wire is free).
+  bool fill_gap(uint64_t now, uint64_t& wake);
   uint64_t tlp_overhead_bytes(const pcie::tlp_header& h) const;    // framing, header, digest
   uint64_t tlp_wire_ps(const tlm::tlm_generic_payload& gp) const;  // per TLP of a burst
   // Burst fidelity (link_channel_bursts.cpp): how many of burst `e`'s TLPs, starting at `at`,
@@ -198,6 +215,8 @@ class link_channel : public sc_core::sc_module,
   pcie::fifo<entry> m_queue[pcie::fc_class_count];
   uint64_t m_seq = 0;
   uint64_t m_busy_until = 0;
+  burst_gaps m_gaps;  // those of the burst on the wire (burst fidelity)
+  const transport::pcie_port* m_receiver = nullptr;
   uint64_t m_ack_bytes = 0, m_fc_bytes = 0;  // bytes sent since the last ACK / UpdateFC DLLP
   bool m_pumping = false;
   const transport::pcie_port* m_sender = nullptr;  // set when it allows starting ahead

@@ -44,6 +44,8 @@ void pcie_link::connect(transport::pcie_port& upstream, transport::pcie_port& do
   m_up->out.bind(upstream.rx);
   m_down->set_sender(upstream);
   m_up->set_sender(downstream);
+  m_down->set_receiver(downstream);
+  m_up->set_receiver(upstream);
   upstream.set_feed(*m_up);
   downstream.set_feed(*m_down);
 }
@@ -69,6 +71,8 @@ void interconnect_link::connect(transport::pcie_port& a, transport::pcie_port& b
   m_ba->out.bind(a.rx);
   m_ab->set_sender(a);
   m_ba->set_sender(b);
+  m_ab->set_receiver(b);
+  m_ba->set_receiver(a);
   a.set_feed(*m_ba);
   b.set_feed(*m_ab);
 }

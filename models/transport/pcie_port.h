@@ -75,6 +75,8 @@ class pcie_port : public sc_core::sc_module, private hop_forward, private hop_ba
   };
   const pcie::fifo<arrival>& arriving() const { return m_arrivals; }
   size_t arriving_of(pcie::fc_class c) const { return m_arriving_of[int(c)]; }  // how many
+  // When the last TLP on the wire toward this port is taken in (0: none is on the wire).
+  uint64_t last_arrival_ps() const { return m_arrivals.empty() ? 0 : m_arrivals.back().at_ps; }
   // The link direction that delivers to this port (set when the link connects).
   void set_feed(const link::link_channel& feed);
   // The feed's lead: a TLP not yet on the wire toward this port arrives no sooner than this
