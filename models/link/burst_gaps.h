@@ -4,14 +4,13 @@
 // another stream (or class) that comes in meanwhile goes in those gaps instead of waiting for
 // the burst's last TLP (docs/architecture.md, "Burst fidelity", "Gaps").
 // The burst's TLPs are taken as spread evenly over its time on the wire. What is sent in the
-// gaps waits for the burst's TLP on the wire then and takes the share of the wire that
-// neither the burst nor what went in its gaps before (and is still going) takes, until the
-// burst's last TLP is through (send() says how it goes).
+// gaps waits for the burst's TLP on the wire then, and for what went in them before; it takes
+// the share of the wire the burst leaves idle until the burst's last TLP is through (send()
+// says how it goes).
 // Plain C++: a link direction opens one when it starts a burst and fills it in pump().
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 
 #include "models/pcie/tlp.h"
@@ -24,8 +23,9 @@ struct burst_gaps {
   double idle_share = 0;  // of the wire's time from the burst's start to until_ps
   // Its TLPs: TLP j is on the wire from start_ps + j * period_ps for slot_ps.
   uint64_t start_ps = 0, period_ps = 0, slot_ps = 0;
-  uint32_t stream = 0;  // the burst's
-  int cls = 0;          // its flow-control class
+  uint64_t taken_until_ps = 0;  // what went in the gaps takes them until then
+  uint32_t stream = 0;          // the burst's
+  int cls = 0;                  // its flow-control class
   // Its TLPs wait for the receiver's credits (all of them are queued here, TLP by TLP), not
   // for their own arrival: what goes in the gaps passes them, as the ordering table allows.
   bool credit_paced = false;
@@ -46,62 +46,41 @@ struct burst_gaps {
     g.period_ps = (end_ps - start_ps - g.slot_ps) / (tlps - 1);
     return g;
   }
-  // The share of the wire free for what is sent in the gaps at `t`.
-  double free_share(uint64_t t) const {
-    double s = t < until_ps ? idle_share : 0;
-    for (const filler& f : m_fillers)
-      if (f.end_ps > t) s -= f.share;
-    return std::max(0.0, s);
+  // How much of the wire's time the gaps leave free from `t` on (the symbols that fit).
+  double room(uint64_t t) const {
+    return t < until_ps && t >= taken_until_ps ? double(until_ps - t) * idle_share : 0;
   }
-  // How much of the wire's time the gaps still leave free from `t` (symbols that fit).
-  double room(uint64_t t) const { return t < until_ps ? double(until_ps - t) * free_share(t) : 0; }
   // The earliest a transmission may start in the gaps, no sooner than `now`: after the
-  // burst's first TLP, with some of the wire free, and once the burst's TLP on the wire
-  // then is through. until_ps or later: not in them.
+  // burst's first TLP and what went in the gaps before, once the burst's TLP on the wire then
+  // is through. until_ps or later: not in them (nor in gaps of less than 1% of the wire:
+  // nothing that waits for a share that small would go much sooner TLP by TLP).
   uint64_t earliest(uint64_t now) const {
-    uint64_t t = std::max(now, from_ps);
-    for (size_t i = 0; i < m_fillers.size(); ++i)  // taken up: once the first going ends
-      if (t < until_ps && free_share(t) < min_share) t = next_end(t);
+    if (idle_share < min_share) return until_ps;
+    uint64_t t = std::max({now, from_ps, taken_until_ps});
     if (t < until_ps && period_ps > slot_ps)
       if (const uint64_t into = (t - start_ps) % period_ps; into < slot_ps) t += slot_ps - into;
     return t;
   }
   // A transmission whose symbols take `symbols_ps`, sent in the gaps at `start_ps`: when they
-  // are through, and it is counted among those going. It takes the free share of the wire
-  // until the burst's last TLP is through: what does not fit in that goes once the wire is
-  // free after it (`wire_free_ps`). What fits goes at that share while the burst waits for
-  // credits (each of the burst's TLPs, queued before it, goes first once it has them); while
-  // the burst trickles in, it goes at once, and the burst's TLPs that come in meanwhile
-  // follow it and catch up in the gaps after (a FIFO): it is through after its symbols, and
-  // the gaps are taken as long as if it had gone at their share.
+  // are through. What fits in the gaps goes at their share of the wire while the burst waits
+  // for credits (each of the burst's TLPs, queued before it, goes first once it has them);
+  // while the burst trickles in, it goes at once, and the burst's TLPs that come in meanwhile
+  // follow it and catch up in the gaps after (a FIFO): it is through after its symbols. Either
+  // way the gaps are taken for as long as it takes at their share. What does not fit goes
+  // once the wire is free (`wire_free_ps`) after the burst's last TLP, less what the gaps
+  // took of it, and takes all of them.
   uint64_t send(uint64_t start_ps, uint64_t symbols_ps, uint64_t wire_free_ps) {
-    const double share = free_share(start_ps);
     const double in_gaps = room(start_ps);
-    const bool fits = share > 0 && double(symbols_ps) <= in_gaps;
-    const uint64_t taken_until =
-        fits ? start_ps + uint64_t(double(symbols_ps) / share + 0.5) : until_ps;
-    if (share > 0) {  // in place of the one that ends first
-      auto first = std::min_element(m_fillers.begin(), m_fillers.end(),
-                                    [](auto& a, auto& b) { return a.end_ps < b.end_ps; });
-      *first = {taken_until, share};
+    if (idle_share <= 0 || double(symbols_ps) > in_gaps) {
+      taken_until_ps = until_ps;
+      return std::max(until_ps, wire_free_ps) + symbols_ps - uint64_t(in_gaps);
     }
-    if (!fits) return std::max(until_ps, wire_free_ps) + symbols_ps - uint64_t(in_gaps);
-    return credit_paced ? taken_until : start_ps + symbols_ps;
+    taken_until_ps = start_ps + uint64_t(double(symbols_ps) / idle_share + 0.5);
+    return credit_paced ? taken_until_ps : start_ps + symbols_ps;
   }
 
  private:
-  static constexpr double min_share = 0.01;  // less is not worth a transmission's wait
-  struct filler {
-    uint64_t end_ps = 0;  // it leaves the gaps
-    double share = 0;     // of the wire it takes until then
-  };
-  std::array<filler, 8> m_fillers{};
-  uint64_t next_end(uint64_t t) const {  // the first of those still going to leave
-    uint64_t e = until_ps;
-    for (const filler& f : m_fillers)
-      if (f.end_ps > t) e = std::min(e, f.end_ps);
-    return e;
-  }
+  static constexpr double min_share = 0.01;
 };
 
 }  // namespace p2psim::link
