@@ -29,7 +29,7 @@ struct burst_gaps {
   // Its TLPs wait for the receiver's credits (all of them are queued here, TLP by TLP), not
   // for their own arrival: what goes in the gaps passes them, as the ordering table allows.
   bool credit_paced = false;
-  pcie::tlp_header header;  // the burst's, for the ordering table
+  pcie::tlp_header header;  // the burst's, for the ordering table (kept if credit_paced)
 
   // The gaps of a burst of `tlps` TLPs that started at `start_ps`, whose first TLP is
   // through at `first_ps` and last at `end_ps`, while their symbols (DLLPs included) take
@@ -71,7 +71,7 @@ struct burst_gaps {
   // took of it, and takes all of them.
   uint64_t send(uint64_t start_ps, uint64_t symbols_ps, uint64_t wire_free_ps) {
     const double in_gaps = room(start_ps);
-    if (idle_share <= 0 || double(symbols_ps) > in_gaps) {
+    if (double(symbols_ps) > in_gaps) {
       taken_until_ps = until_ps;
       return std::max(until_ps, wire_free_ps) + symbols_ps - uint64_t(in_gaps);
     }

@@ -118,12 +118,14 @@ uint64_t link_channel::occupy_wire(const tlm::tlm_generic_payload& gp, const wir
   }
   m_busy_until = busy_end;
   const auto& m = transport::meta(gp);
+  m_gaps.until_ps = 0;  // a TLP alone leaves none: nothing more to do on a TLP's path
+  if (m.tlps < 2) return tlps_end;
   m_gaps = burst_gaps::of(use.start_ps, use.first_ps, tlps_end, use.symbols_ps, m.tlps);
   if (m_gaps.until_ps) {
     m_gaps.stream = m.stream;
-    m_gaps.header = transport::hdr(gp);
-    m_gaps.cls = int(pcie::fc_class_of(m_gaps.header.type));
+    m_gaps.cls = int(pcie::fc_class_of(transport::hdr(gp).type));
     m_gaps.credit_paced = paced;
+    if (paced) m_gaps.header = transport::hdr(gp);  // only the ordering check reads it
   }
   return tlps_end;
 }
