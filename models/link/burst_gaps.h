@@ -30,6 +30,9 @@ struct burst_gaps {
   // for their own arrival: what goes in the gaps passes them, as the ordering table allows.
   bool credit_paced = false;
   pcie::tlp_header header;  // the burst's, for the ordering table (kept if credit_paced)
+  // Its TLPs were handed over here from queued_ps on, in_step_ps apart (kept if credit_paced).
+  uint64_t queued_ps = 0, in_step_ps = 0;
+  uint32_t tlps = 0;
 
   // The gaps of a burst of `tlps` TLPs that started at `start_ps`, whose first TLP is
   // through at `first_ps` and last at `end_ps`, while their symbols (DLLPs included) take
@@ -46,6 +49,15 @@ struct burst_gaps {
     g.period_ps = (end_ps - start_ps - g.slot_ps) / (tlps - 1);
     return g;
   }
+  // Of its TLPs, how many were handed over here no later than `t`: TLP by TLP, what may not
+  // pass them waits for those, not for the ones that came in after it.
+  uint32_t handed_over_by(uint64_t t) const {
+    if (t < queued_ps) return 0;
+    if (!in_step_ps) return tlps;
+    return uint32_t(std::min<uint64_t>(tlps, (t - queued_ps) / in_step_ps + 1));
+  }
+  // When its TLP j is through, as its TLPs are spread over its time.
+  uint64_t through(uint32_t j) const { return start_ps + j * period_ps + slot_ps; }
   // How much of the wire's time the gaps leave free from `t` on (the symbols that fit).
   double room(uint64_t t) const {
     return t < until_ps && t >= taken_until_ps ? double(until_ps - t) * idle_share : 0;

@@ -298,11 +298,13 @@ void link_channel::start(entry e, uint64_t at, uint64_t now, bool in_gaps) {
   const uint64_t arrived_end = tlps_end;
   // Nor sooner than the receiver's credits let its TLPs start (credit_window.h).
   if (!m_windows.empty())
-    if (pcie::credit_window& w = m_windows[size_t(cls)]; w.limits())
+    if (pcie::credit_window& w = m_windows[size_t(cls)]; w.limits()) {
+      const uint64_t hold = m_receiver ? m_receiver->owner_least_hold_ps(gp) : 0;
       tlps_end = std::max(tlps_end, w.place(at, mm.tlps, cost.data, ser / mm.tlps, e.ready_ps,
-                                            mm.lag_ps, mean_ser) +
+                                            mm.lag_ps, mean_ser, hold) +
                                         last_ser);
-  tlps_end = occupy_wire(gp, {at, at + first_ser, tlps_end, ser - last_dllps_ser, ser},
+    }
+  tlps_end = occupy_wire(gp, {at, at + first_ser, tlps_end, ser - last_dllps_ser, ser, queued},
                          tlps_end > arrived_end, in_gaps);
   m_holds.started(m.stream, m.tlps, e.ready_ps, at, tlps_end, ser, int(cls), ran_ahead_before);
   mm.last_ser_ps = first_ser;

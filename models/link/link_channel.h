@@ -175,6 +175,7 @@ class link_channel : public sc_core::sc_module,
   // went in another burst's gaps.
   struct wire_use {
     uint64_t start_ps, first_ps, end_ps, tlp_symbols_ps, symbols_ps;
+    uint64_t queued_ps;  // when its first TLP was handed over (its lag: when the last was)
   };
   uint64_t occupy_wire(const tlm::tlm_generic_payload& gp, const wire_use& use, bool paced,
                        bool in_gaps);

@@ -125,7 +125,12 @@ uint64_t link_channel::occupy_wire(const tlm::tlm_generic_payload& gp, const wir
     m_gaps.stream = m.stream;
     m_gaps.cls = int(pcie::fc_class_of(transport::hdr(gp).type));
     m_gaps.credit_paced = paced;
-    if (paced) m_gaps.header = transport::hdr(gp);  // only the ordering check reads it
+    if (paced) {  // only the ordering check reads these
+      m_gaps.header = transport::hdr(gp);
+      m_gaps.queued_ps = use.queued_ps;
+      m_gaps.in_step_ps = m.lag_ps / (m.tlps - 1);
+      m_gaps.tlps = m.tlps;
+    }
   }
   return tlps_end;
 }
@@ -164,12 +169,19 @@ bool link_channel::fill_gap(uint64_t now, uint64_t& wake) {
   // burst. (Let go, on the 16-GPU all-to-all at an eighth of its bytes one GPU's writes fell
   // 4.6% behind TLP fidelity, 1.4% before gaps; tests/cli/burst_fidelity_test.cpp.)
   if (s.cls == g.cls && double(tlp_wire_ps(*e.gp)) * m.tlps > g.room(now)) return false;
-  // An endpoint's requester hands over a request when the one before it starts: TLP by TLP
-  // one of the burst's TLPs is queued here at a time, and what may not pass it goes right
-  // after it.
+  // What may not pass the burst's TLPs waits for those handed over before it, as TLP by TLP,
+  // the last of them through; if that is all of them, for the burst. (An endpoint's requester
+  // hands over a request when the one before it starts: TLP by TLP one of the burst's TLPs is
+  // queued here at a time, and what may not pass it goes right after it.)
   if (g.credit_paced && !m_requester_feed &&
-      m_order.rules.may_pass(h, g.header) == pcie::passing::no)
-    return false;
+      m_order.rules.may_pass(h, g.header) == pcie::passing::no) {
+    const uint32_t ahead = g.handed_over_by(e.queued_ps);
+    if (ahead >= g.tlps) return false;
+    if (ahead && g.through(ahead - 1) > now) {
+      if (g.through(ahead - 1) < g.until_ps) wake = g.through(ahead - 1);
+      return false;
+    }
+  }
   entry started = e;
   m_queue[s.cls].pop_front();
   start(started, now, now, true);

@@ -35,8 +35,10 @@ void credit_window::push(uint64_t first_ps, uint64_t step_ps, uint32_t tlps, uin
 
 uint64_t credit_window::place(uint64_t first_ps, uint32_t tlps, uint32_t data_credits,
                               uint64_t spacing_ps, uint64_t ready_ps, uint64_t lag_ps,
-                              uint64_t symbols_ps) {
-  const uint64_t loop = m_loop.of(symbols_ps);
+                              uint64_t symbols_ps, uint64_t hold_ps) {
+  credit_loop held = m_loop;
+  held.hold_ps = std::max(held.hold_ps, hold_ps);
+  const uint64_t loop = held.of(symbols_ps);
   // Each TLP's share of the data credits: the remainder goes to the first TLPs.
   const uint32_t each = data_credits / tlps, more = data_credits % tlps;
   // TLP k comes `spacing` after the one before, and no sooner than it is ready here.

@@ -25,9 +25,10 @@ class credit_window {
   // TLP at `first_ps` and each next one `spacing_ps` later, and whose TLP k is ready here no
   // sooner than `ready_ps` + k / (tlps - 1) of `lag_ps`: records when each of them starts
   // within the window and returns when the last one does. `symbols_ps`: one TLP's own
-  // symbols, which a receiver must have in before it frees the TLP.
+  // symbols, which a receiver must have in before it frees the TLP. `hold_ps`: the least
+  // time the receiver holds these TLPs, if it is sure to hold them longer than the loop says.
   uint64_t place(uint64_t first_ps, uint32_t tlps, uint32_t data_credits, uint64_t spacing_ps,
-                 uint64_t ready_ps, uint64_t lag_ps, uint64_t symbols_ps);
+                 uint64_t ready_ps, uint64_t lag_ps, uint64_t symbols_ps, uint64_t hold_ps = 0);
 
  private:
   // TLPs that started `step_ps` apart, whose credits are back from `back_ps` on, each

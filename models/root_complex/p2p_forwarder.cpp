@@ -73,6 +73,18 @@ bool p2p_forwarder::queued_behind_burst(uint32_t stream, uint32_t requests) cons
   return false;
 }
 
+// A write, or a read passed on as it is, leaves its forwarding latency later at the soonest,
+// and frees its buffer then; a write's bytes pass the cap first. A refused request, or a read
+// proxied (its buffer is free once its pieces are issued), may be freed sooner.
+uint64_t p2p_forwarder::least_hold_ps(const pcie::tlp_header& h, uint32_t tlps) const {
+  if (h.type == pcie::tlp_type::mwr)
+    return m_params.write.routed
+               ? m_latency_ps + m_write_cap.time_for(h.length / std::max(tlps, 1u))
+               : 0;
+  if (pcie::is_atomic(h.type) || !m_params.read.routed || proxies_reads()) return 0;
+  return m_latency_ps;
+}
+
 void p2p_forwarder::forward_write(tlm::tlm_generic_payload& gp, int in, int out) {
   const auto h = transport::hdr(gp);
   if (!m_params.write.routed) {

@@ -50,6 +50,9 @@ class p2p_forwarder {
   // false if it was not ours.
   bool completion(tlm::tlm_generic_payload& gp, int in);
   const forwarding_spec& params() const { return m_params; }
+  // The least time request `h` (a burst of `tlps`) holds its ingress buffer once forward()
+  // has it (burst fidelity's credit pacing, tlp_handler::least_hold_ps).
+  uint64_t least_hold_ps(const pcie::tlp_header& h, uint32_t tlps) const;
   uint64_t refused_requests() const { return m_refused; }
   // Burst fidelity: bursts of several TLPs that passed a bandwidth cap, each whole (the
   // cap passes a burst on once all of it is through, not TLP by TLP).

@@ -67,6 +67,35 @@ void root_complex::dispatch(int in, tlm::tlm_generic_payload& gp, bool blocked) 
   }
 }
 
+// What request() and completion() do with a TLP from root port `in`, as far as how long its
+// buffer is held: behind an IOMMU without an IOTLB every request walks first; a request to a
+// peer (here or across the interconnect) leaves its forwarding latency later at the soonest,
+// and so does a completion for another root port; host memory frees a write as its data path
+// takes it and a read at once (nothing known). A translated address is the IOMMU's to route:
+// then only the walk counts.
+uint64_t root_complex::least_hold_ps(int in, const tlm::tlm_generic_payload& gp) const {
+  if (!is_root_port(in)) return 0;
+  const auto& h = transport::hdr(gp);
+  if (pcie::is_completion(h.type)) {
+    if (h.requester_id == m_params.bdf) return 0;  // one of its proxied reads
+    int out = m_root_routes.by_bus(pcie::bus_of(h.requester_id));
+    if (out < 0) out = m_remote_routes.by_bus(pcie::bus_of(h.requester_id));
+    return out >= 0 && out != in ? m_latency_ps : 0;
+  }
+  if (h.type == pcie::tlp_type::msg) return 0;
+  if (auto d = m_iommu.domains().find(h.requester_id); d != m_iommu.domains().end())
+    if (const auto& p = d->second->params(); p.mode == iommu::iommu_mode::translating)
+      return p.iotlb_entries ? 0 : pcie::ns_to_ps(p.miss_latency_ns);
+  const uint32_t tlps = transport::meta(gp).tlps;
+  if (m_params.memory.contains(h.address)) return 0;
+  if (int out = m_root_routes.by_address(h.address); out >= 0)
+    return m_ports[out]->link_up() ? m_p2p.least_hold_ps(h, tlps) : 0;
+  if (int out = m_remote_memory.by_address(h.address); out >= 0 && out != in) return 0;
+  if (int out = m_remote_routes.by_address(h.address); out >= 0 && out != in)
+    return m_interconnect_p2p.least_hold_ps(h, tlps);
+  return 0;
+}
+
 void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
   const auto& h = transport::hdr(gp);
   const bool write = h.type == pcie::tlp_type::mwr || pcie::is_atomic(h.type);

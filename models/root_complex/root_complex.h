@@ -101,6 +101,7 @@ class root_complex : public sc_core::sc_module,
   void sent(int port, tlm::tlm_generic_payload& gp, uint64_t after_ps) override;
   bool forwards_bursts() const override { return true; }
   bool allows_start_ahead() const override { return true; }
+  uint64_t least_hold_ps(int port, const tlm::tlm_generic_payload& gp) const override;
   bool promises_ready_no_sooner_than(int port, uint64_t t,
                                      transport::promise_scope which) const override;
 

@@ -39,6 +39,14 @@ class tlp_handler : public lookahead_sender {
   // switch or root complex forwarding it cut-through, meta.lag_ps telling when the rest
   // follows) rather than once the whole burst is (an endpoint that consumes it).
   virtual bool forwards_bursts() const { return false; }
+  // Burst fidelity's credit pacing (link_channel::pace_bursts_by_credits): the least time
+  // this component is sure to hold `gp`'s buffer at `port` once it is in, where that depends
+  // on the TLP (a root complex forwarding it to a peer holds it for its forwarding latency;
+  // a memory write it frees as soon as the data path has it). 0: nothing beyond what the
+  // link was told of the receiver as a whole.
+  virtual uint64_t least_hold_ps(int /*port*/, const tlm::tlm_generic_payload& /*gp*/) const {
+    return 0;
+  }
 };
 
 class pcie_port : public sc_core::sc_module, private hop_forward, private hop_backward {
@@ -51,6 +59,9 @@ class pcie_port : public sc_core::sc_module, private hop_forward, private hop_ba
   // What the link this port sends into asks its owner (lookahead.h).
   bool owner_allows_start_ahead() const { return m_owner.allows_start_ahead(); }
   bool owner_forwards_bursts() const { return m_owner.forwards_bursts(); }
+  uint64_t owner_least_hold_ps(const tlm::tlm_generic_payload& gp) const {
+    return m_owner.least_hold_ps(m_index, gp);
+  }
   bool owner_promises_ready_no_sooner_than(uint64_t t, promise_scope which) const {
     return m_owner.promises_ready_no_sooner_than(m_index, t, which);
   }

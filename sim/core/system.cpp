@@ -46,7 +46,8 @@ pcie::credit_limits receiver_credits(const pcie::credit_limits& c, bool infinite
 // (link_channel::pace_bursts_by_credits). Usually: a switch its latency (from the header,
 // cut-through), a root port its root complex's (and, behind a translating IOMMU, a page walk,
 // which holds the buffer), an endpoint nothing (its data path drains at once, or is the
-// limit). At the least: a switch still its latency, a root port or endpoint nothing known.
+// limit). At the least: a switch still its latency, a root port or endpoint nothing known
+// for every TLP alike (a root complex says more per TLP: tlp_handler::least_hold_ps).
 link::receiver_hold receiver_hold_of(const topo::topology& t, const std::string& node) {
   if (const auto* s = t.find_switch(node)) {
     const uint64_t ps = pcie::ns_to_ps(s->latency_ns);

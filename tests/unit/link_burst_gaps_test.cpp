@@ -81,3 +81,24 @@ TEST_CASE("burst gaps: what does not fit before the burst's end goes once the wi
   burst_gaps h = burst_gaps::of(0, 300, 1100, 600, 2);
   CHECK(h.send(900, 1000, 1500) == 1500 + 1000 - uint64_t(200 * share));
 }
+
+TEST_CASE("burst gaps: what may not pass a paced burst waits for the TLPs handed over before it",
+          "[link][burst]") {
+  // 4 TLPs of 100 ps paced by credits a loop of 1000 ps apart, handed over here 300 ps apart
+  // from 200 on: TLP j is on the wire from 1000 j, through at 1000 j + 100.
+  burst_gaps g = burst_gaps::of(0, 100, 3100, 400, 4);
+  g.credit_paced = true;
+  g.queued_ps = 200;
+  g.in_step_ps = 300;
+  g.tlps = 4;
+  CHECK(g.handed_over_by(100) == 0);  // older than the burst: nothing of it is ahead
+  CHECK(g.handed_over_by(200) == 1);
+  CHECK(g.handed_over_by(650) == 2);  // TLPs 0 and 1 came in by then, 2 at 800
+  CHECK(g.handed_over_by(900) == 4 - 1);
+  CHECK(g.handed_over_by(5000) == 4);  // all of it: it waits for the burst
+  // Behind TLPs 0 and 1 it goes once TLP 1 is through.
+  CHECK(g.through(1) == 1100);
+  // All handed over at once (no lag): every TLP is ahead of what came after the first.
+  g.in_step_ps = 0;
+  CHECK(g.handed_over_by(200) == 4);
+}

@@ -117,3 +117,17 @@ TEST_CASE("credit window: a burst starts its TLPs where they would start one by 
     }
   }
 }
+
+TEST_CASE("credit window: a receiver sure to hold a TLP longer lengthens its loop",
+          "[pcie][credits]") {
+  // One header credit. The loop's own hold (50 ps from the header) lets a TLP start every
+  // 150 ps; a receiver that holds these TLPs 200 ps (a root complex forwarding them to a
+  // peer) frees each credit 100 + 200 ps after the TLP started.
+  credit_window w(1, 0, cut);
+  CHECK(w.place(0, 3, 0, symbols, 0, 0, symbols) == 2 * loop);
+  credit_window held(1, 0, cut);
+  CHECK(held.place(0, 3, 0, symbols, 0, 0, symbols, 200) == 2 * 300);
+  // A hold shorter than the loop's own changes nothing.
+  credit_window shorter(1, 0, cut);
+  CHECK(shorter.place(0, 3, 0, symbols, 0, 0, symbols, 20) == 2 * loop);
+}
