@@ -85,6 +85,15 @@ translation iommu_domain::translate(uint64_t iova, bool write) {
   return t;
 }
 
+std::optional<uint64_t> iommu_domain::mapped_to(uint64_t iova, bool write) const {
+  if (identity()) return iova;
+  const uint64_t page = iova >> m_shift;
+  uint64_t first = 0;
+  const extent* e = lookup(page, first);
+  if (!e || !(write ? e->writable : e->readable)) return std::nullopt;
+  return ((e->phys_page + page - first) << m_shift) | (iova & (m_params.page_bytes - 1));
+}
+
 // The run holding I/O page `page` (and its first page in `first`), or nullptr.
 const iommu_domain::extent* iommu_domain::lookup(uint64_t page, uint64_t& first) const {
   auto it = m_table.upper_bound(page);

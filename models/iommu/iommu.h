@@ -71,6 +71,9 @@ class iommu_domain {
   bool unmap(uint64_t iova, uint64_t bytes);
   // The physical address a DMA to `iova` reaches.
   translation translate(uint64_t iova, bool write);
+  // Where a DMA to `iova` goes, looked up without the IOTLB and without counting (nullopt: it
+  // would fault): for a model that needs to know it before the DMA is translated.
+  std::optional<uint64_t> mapped_to(uint64_t iova, bool write) const;
   const iommu_stats& stats() const { return m_stats; }
 
  private:

@@ -71,8 +71,8 @@ void root_complex::dispatch(int in, tlm::tlm_generic_payload& gp, bool blocked) 
 // buffer is held: behind an IOMMU without an IOTLB every request walks first; a request to a
 // peer (here or across the interconnect) leaves its forwarding latency later at the soonest,
 // and so does a completion for another root port; host memory frees a write as its data path
-// takes it and a read at once (nothing known). A translated address is the IOMMU's to route:
-// then only the walk counts.
+// takes it and a read at once (nothing known). A translated address is routed where the
+// IOMMU maps it (an unmapped one faults: nothing known).
 uint64_t root_complex::least_hold_ps(int in, const tlm::tlm_generic_payload& gp) const {
   if (!is_root_port(in)) return 0;
   const auto& h = transport::hdr(gp);
@@ -83,15 +83,27 @@ uint64_t root_complex::least_hold_ps(int in, const tlm::tlm_generic_payload& gp)
     return out >= 0 && out != in ? m_latency_ps : 0;
   }
   if (h.type == pcie::tlp_type::msg) return 0;
-  if (auto d = m_iommu.domains().find(h.requester_id); d != m_iommu.domains().end())
-    if (const auto& p = d->second->params(); p.mode == iommu::iommu_mode::translating)
-      return p.iotlb_entries ? 0 : pcie::ns_to_ps(p.miss_latency_ns);
-  const uint32_t tlps = transport::meta(gp).tlps;
-  if (m_params.memory.contains(h.address)) return 0;
-  if (int out = m_root_routes.by_address(h.address); out >= 0)
+  uint64_t walk = 0, address = h.address;
+  if (auto d = m_iommu.domains().find(h.requester_id); d != m_iommu.domains().end()) {
+    const iommu::iommu_domain& domain = *d->second;
+    const auto& p = domain.params();
+    if (p.mode == iommu::iommu_mode::translating && !p.iotlb_entries)
+      walk = pcie::ns_to_ps(p.miss_latency_ns);
+    const auto mapped = domain.mapped_to(h.address, h.type != pcie::tlp_type::mrd);
+    if (!mapped) return walk;
+    address = *mapped;
+  }
+  return walk + forwarding_hold_ps(in, h, address, transport::meta(gp).tlps);
+}
+
+// As request() routes a request (a burst of `tlps`) for physical `address`.
+uint64_t root_complex::forwarding_hold_ps(int in, const pcie::tlp_header& h, uint64_t address,
+                                          uint32_t tlps) const {
+  if (m_params.memory.contains(address)) return 0;
+  if (int out = m_root_routes.by_address(address); out >= 0)
     return m_ports[out]->link_up() ? m_p2p.least_hold_ps(h, tlps) : 0;
-  if (int out = m_remote_memory.by_address(h.address); out >= 0 && out != in) return 0;
-  if (int out = m_remote_routes.by_address(h.address); out >= 0 && out != in)
+  if (int out = m_remote_memory.by_address(address); out >= 0 && out != in) return 0;
+  if (int out = m_remote_routes.by_address(address); out >= 0 && out != in)
     return m_interconnect_p2p.least_hold_ps(h, tlps);
   return 0;
 }

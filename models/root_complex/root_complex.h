@@ -117,6 +117,8 @@ class root_complex : public sc_core::sc_module,
   bool is_root_port(int port) const { return port < m_params.root_ports; }
   void dispatch(int in, tlm::tlm_generic_payload& gp, bool blocked);
   void request(int in, tlm::tlm_generic_payload& gp);
+  uint64_t forwarding_hold_ps(int in, const pcie::tlp_header& h, uint64_t address,
+                              uint32_t tlps) const;
   void completion(int in, tlm::tlm_generic_payload& gp);
 
   rc_params m_params;

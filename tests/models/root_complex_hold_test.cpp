@@ -79,20 +79,30 @@ TEST_CASE("root complex hold: a completion for another root port waits for the r
   CHECK(r.hold(0, pcie::tlp_type::cpld, 0, pcie::make_bdf(9, 0, 0)) == 0);
 }
 
-TEST_CASE("root complex hold: without an IOTLB every request walks first",
+TEST_CASE("root complex hold: behind a translating IOMMU a request goes where it is mapped",
           "[root_complex][burst]") {
   rig r;
   iommu::iommu_params walks;
   walks.mode = iommu::iommu_mode::translating;
-  walks.iotlb_entries = 0;
+  walks.iotlb_entries = 0;  // every request walks
   walks.miss_latency_ns = 900;
-  r.rc.add_iommu_domain(0x0100, walks);
-  // The address is an IOVA: where it goes is the IOMMU's to tell, the walk is sure.
-  CHECK(r.hold(0, pcie::tlp_type::mwr, 0x2000'0000) == 900 * ns);
+  iommu::iommu_domain& d = r.rc.add_iommu_domain(0x0100, walks);
+  const uint64_t to_peer = *d.map(0x2000'0000, 1 << 16);
+  const uint64_t to_memory = *d.map(0x1'0000'0000, 1 << 16);
+  const uint64_t read_only = *d.map(0x2001'0000, 1 << 16, true, false);
+  CHECK(r.hold(0, pcie::tlp_type::mwr, to_peer) == (900 + 190) * ns);
+  CHECK(r.hold(0, pcie::tlp_type::mwr, to_memory) == 900 * ns);
+  // A request that faults (unmapped, or without the permission) walks, then is refused.
+  CHECK(r.hold(0, pcie::tlp_type::mwr, to_peer + (1 << 20)) == 900 * ns);
+  CHECK(r.hold(0, pcie::tlp_type::mwr, read_only) == 900 * ns);
+  CHECK(r.hold(0, pcie::tlp_type::mrd, read_only) == (900 + 190) * ns);
+  // Looking up where a request goes counts no translation and fills no IOTLB.
+  CHECK(d.stats().translations == 0);
+  // With an IOTLB a request may hit: no walk is sure.
   iommu::iommu_params cached = walks;
-  cached.iotlb_entries = 64;  // a hit walks not at all
-  r.rc.add_iommu_domain(0x0200, cached);
-  CHECK(r.hold(0, pcie::tlp_type::mwr, 0x2000'0000, 0x0200) == 0);
+  cached.iotlb_entries = 64;
+  iommu::iommu_domain& c = r.rc.add_iommu_domain(0x0200, cached);
+  CHECK(r.hold(0, pcie::tlp_type::mwr, *c.map(0x2000'0000, 1 << 16), 0x0200) == 190 * ns);
   // Passthrough: routed on the address as it is.
   iommu::iommu_params identity;
   identity.mode = iommu::iommu_mode::passthrough;
