@@ -48,6 +48,8 @@ void pcie_link::connect(transport::pcie_port& upstream, transport::pcie_port& do
   m_up->set_receiver(upstream);
   upstream.set_feed(*m_up);
   downstream.set_feed(*m_down);
+  upstream.set_egress(*m_down);
+  downstream.set_egress(*m_up);
 }
 
 interconnect_link::interconnect_link(sc_module_name name, const interconnect_link_params& p,
@@ -75,6 +77,8 @@ void interconnect_link::connect(transport::pcie_port& a, transport::pcie_port& b
   m_ba->set_receiver(a);
   a.set_feed(*m_ba);
   b.set_feed(*m_ab);
+  a.set_egress(*m_ab);
+  b.set_egress(*m_ba);
 }
 
 }  // namespace p2psim::link

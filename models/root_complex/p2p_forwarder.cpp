@@ -74,13 +74,18 @@ bool p2p_forwarder::queued_behind_burst(uint32_t stream, uint32_t requests) cons
 }
 
 // A write, or a read passed on as it is, leaves its forwarding latency later at the soonest,
-// and frees its buffer then; a write's bytes pass the cap first. A refused request, or a read
-// proxied (its buffer is free once its pieces are issued), may be freed sooner.
-uint64_t p2p_forwarder::least_hold_ps(const pcie::tlp_header& h, uint32_t tlps) const {
-  if (h.type == pcie::tlp_type::mwr)
-    return m_params.write.routed
-               ? m_latency_ps + m_write_cap.time_for(h.length / std::max(tlps, 1u))
-               : 0;
+// and frees its buffer then; a write's bytes pass the cap first, and one re-emitted in smaller
+// TLPs is free once the last of them leaves, after the others on the wire. A refused request,
+// or a read proxied (its buffer is free once its pieces are issued), may be freed sooner.
+uint64_t p2p_forwarder::least_hold_ps(const pcie::tlp_header& h, uint32_t tlps,
+                                      uint64_t piece_ps) const {
+  if (h.type == pcie::tlp_type::mwr) {
+    if (!m_params.write.routed) return 0;
+    const uint32_t bytes = h.length / std::max(tlps, 1u);
+    const uint64_t pieces =
+        m_params.tlp_bytes ? (bytes + m_params.tlp_bytes - 1) / m_params.tlp_bytes : 1;
+    return m_latency_ps + std::max(m_write_cap.time_for(bytes), (pieces - 1) * piece_ps);
+  }
   if (pcie::is_atomic(h.type) || !m_params.read.routed || proxies_reads()) return 0;
   return m_latency_ps;
 }

@@ -51,8 +51,9 @@ class p2p_forwarder {
   bool completion(tlm::tlm_generic_payload& gp, int in);
   const forwarding_spec& params() const { return m_params; }
   // The least time request `h` (a burst of `tlps`) holds its ingress buffer once forward()
-  // has it (burst fidelity's credit pacing, tlp_handler::least_hold_ps).
-  uint64_t least_hold_ps(const pcie::tlp_header& h, uint32_t tlps) const;
+  // has it (burst fidelity's credit pacing, tlp_handler::least_hold_ps); `piece_ps`: one of
+  // the TLPs it re-emits a write in, on the link it leaves by (0: not known).
+  uint64_t least_hold_ps(const pcie::tlp_header& h, uint32_t tlps, uint64_t piece_ps) const;
   uint64_t refused_requests() const { return m_refused; }
   // Burst fidelity: bursts of several TLPs that passed a bandwidth cap, each whole (the
   // cap passes a burst on once all of it is through, not TLP by TLP).

@@ -100,11 +100,18 @@ uint64_t root_complex::least_hold_ps(int in, const tlm::tlm_generic_payload& gp)
 uint64_t root_complex::forwarding_hold_ps(int in, const pcie::tlp_header& h, uint64_t address,
                                           uint32_t tlps) const {
   if (m_params.memory.contains(address)) return 0;
+  // One re-emitted piece of a write on the link it leaves by.
+  auto piece_ps = [&](int out, const p2p_forwarder& f) -> uint64_t {
+    if (!f.params().tlp_bytes) return 0;
+    pcie::tlp_header piece = h;
+    piece.length = f.params().tlp_bytes;
+    return m_ports[out]->egress_serialization_ps(piece);
+  };
   if (int out = m_root_routes.by_address(address); out >= 0)
-    return m_ports[out]->link_up() ? m_p2p.least_hold_ps(h, tlps) : 0;
+    return m_ports[out]->link_up() ? m_p2p.least_hold_ps(h, tlps, piece_ps(out, m_p2p)) : 0;
   if (int out = m_remote_memory.by_address(address); out >= 0 && out != in) return 0;
   if (int out = m_remote_routes.by_address(address); out >= 0 && out != in)
-    return m_interconnect_p2p.least_hold_ps(h, tlps);
+    return m_interconnect_p2p.least_hold_ps(h, tlps, piece_ps(out, m_interconnect_p2p));
   return 0;
 }
 

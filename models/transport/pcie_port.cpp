@@ -35,6 +35,10 @@ void pcie_port::free_buffer(tlm::tlm_generic_payload& gp, const sc_time& after) 
   rx->nb_transport_bw(gp, ph, d);
 }
 
+uint64_t pcie_port::egress_serialization_ps(const pcie::tlp_header& h) const {
+  return m_egress ? m_egress->serialization_ps(h) : 0;
+}
+
 void pcie_port::set_feed(const link::link_channel& feed) {
   m_feed = &feed;
   m_feed_lead_ps = feed.timing().latency_ps;

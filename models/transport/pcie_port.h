@@ -90,6 +90,10 @@ class pcie_port : public sc_core::sc_module, private hop_forward, private hop_ba
   uint64_t last_arrival_ps() const { return m_arrivals.empty() ? 0 : m_arrivals.back().at_ps; }
   // The link direction that delivers to this port (set when the link connects).
   void set_feed(const link::link_channel& feed);
+  // The link direction this port sends into (set when the link connects).
+  void set_egress(const link::link_channel& egress) { m_egress = &egress; }
+  // How long TLP `h` takes on that link's wire (0 before it connects).
+  uint64_t egress_serialization_ps(const pcie::tlp_header& h) const;
   // The feed's lead: a TLP not yet on the wire toward this port arrives no sooner than this
   // from now (0 before the link connects).
   uint64_t feed_lead_ps() const { return m_feed_lead_ps; }
@@ -116,6 +120,7 @@ class pcie_port : public sc_core::sc_module, private hop_forward, private hop_ba
   tlm::tlm_generic_payload* pop_arrival();
   stream_log* m_down_log = nullptr;  // set when the link went down
   const link::link_channel* m_feed = nullptr;
+  const link::link_channel* m_egress = nullptr;
   uint64_t m_feed_lead_ps = 0;  // the feed's latency, kept at hand: every promise asks
   void discard(tlm::tlm_generic_payload& gp);
   sc_core::sc_event m_arrived;
