@@ -104,6 +104,7 @@ uint64_t root_complex::forwarding_hold_ps(int in, const pcie::tlp_header& h, uin
   auto piece_ps = [&](int out, const p2p_forwarder& f) -> uint64_t {
     if (!f.params().tlp_bytes) return 0;
     pcie::tlp_header piece = h;
+    piece.address = address;
     piece.length = f.params().tlp_bytes;
     return m_ports[out]->egress_serialization_ps(piece);
   };
