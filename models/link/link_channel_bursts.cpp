@@ -177,8 +177,8 @@ bool link_channel::fill_gap(uint64_t now, uint64_t& wake) {
       m_order.rules.may_pass(h, g.header) == pcie::passing::no) {
     const uint32_t ahead = g.handed_over_by(e.queued_ps);
     if (ahead >= g.tlps) return false;
-    if (ahead && g.through(ahead - 1) > now) {
-      if (g.through(ahead - 1) < g.until_ps) wake = g.through(ahead - 1);
+    if (const uint64_t after = ahead ? g.through(ahead - 1) : 0; after > now) {
+      if (after < g.until_ps) wake = after;
       return false;
     }
   }

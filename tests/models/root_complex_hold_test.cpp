@@ -9,6 +9,7 @@
 #include "models/root_complex/root_complex.h"
 #include "models/transport/stream_log.h"
 #include "models/transport/tlp_txn.h"
+#include "tests/models/sink_endpoint.h"
 
 namespace {
 
@@ -113,26 +114,13 @@ TEST_CASE("root complex hold: behind a translating IOMMU a request goes where it
   CHECK(r.hold(0, pcie::tlp_type::mwr, 0x2000'0000, 0x0300) == 190 * ns);
 }
 
-namespace {
-// A device that takes in whatever arrives.
-struct sink : sc_core::sc_module, transport::tlp_handler {
-  transport::pcie_port port;
-  explicit sink(sc_core::sc_module_name n) : sc_module(n), port("port", *this, 0) {}
-  void receive(int, tlm::tlm_generic_payload& gp) override {
-    port.free_buffer(gp);
-    gp.release();
-  }
-  void sent(int, tlm::tlm_generic_payload&, uint64_t) override {}
-};
-}  // namespace
-
 TEST_CASE("root complex hold: a write re-emitted in pieces waits for them on the way out",
           "[root_complex][burst]") {
   // The root complex re-emits peer writes as 64 B TLPs: a 256 B write's buffer is free once
   // its fourth piece leaves, three pieces' time on root port 1's link after the first.
   rig r(64);
   pcie::order_policy order;
-  sink peer("peer");
+  test::sink_endpoint peer("peer");
   link::pcie_link wire("wire", link::pcie_link_params{}, order);
   wire.connect(r.rc.root_port(1), peer.port);
   pcie::tlp_header piece;

@@ -8,21 +8,13 @@
 #include "models/switch/pcie_switch.h"
 #include "models/transport/stream_log.h"
 #include "models/transport/tlp_txn.h"
+#include "tests/models/sink_endpoint.h"
 
 namespace {
 
 using namespace p2psim;
 
-// A component with one port that takes in whatever arrives and answers nothing.
-struct endpoint : sc_core::sc_module, transport::tlp_handler {
-  transport::pcie_port port;
-  explicit endpoint(sc_core::sc_module_name n) : sc_module(n), port("port", *this, 0) {}
-  void receive(int, tlm::tlm_generic_payload& gp) override {
-    port.free_buffer(gp);
-    gp.release();
-  }
-  void sent(int, tlm::tlm_generic_payload&, uint64_t) override {}
-};
+using endpoint = test::sink_endpoint;
 
 }  // namespace
 
