@@ -416,9 +416,10 @@ void link_channel::pump() {
     }
     auto& q = m_queue[s.cls];
     entry e = q[s.index];
-    if (s.index == 0)
+    if (s.index == 0) {
       q.pop_front();
-    else
+      if (!q.empty()) transport::prefetch(*q.front().gp);  // the class's next head
+    } else
       q.erase(q.begin() + long(s.index));
     start(e, now, now);
   }

@@ -40,6 +40,7 @@ bool link_channel::start_ahead(uint64_t now) {
   }
   entry started = e;
   m_queue[oldest].pop_front();
+  if (!m_queue[oldest].empty()) transport::prefetch(*m_queue[oldest].front().gp);
   start(started, at, now);
   return true;
 }

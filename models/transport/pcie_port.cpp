@@ -98,6 +98,7 @@ tlm::tlm_generic_payload* pcie_port::pop_arrival() {
   tlm::tlm_generic_payload* gp = a.gp;
   --m_arriving_of[int(pcie::fc_class_of(a.type))];
   m_arrivals.pop_front();
+  if (!m_arrivals.empty()) prefetch(*m_arrivals.front().gp);  // the next one taken in
   return gp;
 }
 
