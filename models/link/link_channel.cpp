@@ -414,16 +414,21 @@ void link_channel::pump() {
       if (wake) wake_at(wake, now);
       break;
     }
-    auto& q = m_queue[s.cls];
-    entry e = q[s.index];
-    if (s.index == 0) {
-      q.pop_front();
-      if (!q.empty()) transport::prefetch(*q.front().gp);  // the class's next head
-    } else
-      q.erase(q.begin() + long(s.index));
-    start(e, now, now);
+    start(take(s.cls, s.index), now, now);
   }
   m_pumping = false;
+}
+
+link_channel::entry link_channel::take(int cls, size_t index) {
+  auto& q = m_queue[cls];
+  entry e = q[index];
+  if (index == 0) {
+    q.pop_front();
+    if (!q.empty()) transport::prefetch(*q.front().gp);  // the class's next head
+  } else {
+    q.erase(q.begin() + long(index));
+  }
+  return e;
 }
 
 }  // namespace p2psim::link

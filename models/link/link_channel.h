@@ -190,6 +190,8 @@ class link_channel : public sc_core::sc_module,
   uint32_t tlps_before_overtaken(const entry& e, uint64_t at) const;
   tlm::tlm_generic_payload* cut_burst(entry& e, uint64_t at, uint64_t now, uint64_t& rest_ready);
   bool start_ahead(uint64_t now);
+  // Takes entry `index` of class `cls`'s queue off; the head, it asks the cache for the next.
+  entry take(int cls, size_t index);
   int oldest_class() const;  // of the oldest queued TLP (-1: none)
   uint64_t next_chance();
   static pcie::credit_cost credit_cost_of(const tlm::tlm_generic_payload& gp);

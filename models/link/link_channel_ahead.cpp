@@ -38,10 +38,7 @@ bool link_channel::start_ahead(uint64_t now) {
       return false;
     m_promised_ps = std::max(m_promised_ps, at);
   }
-  entry started = e;
-  m_queue[oldest].pop_front();
-  if (!m_queue[oldest].empty()) transport::prefetch(*m_queue[oldest].front().gp);
-  start(started, at, now);
+  start(take(oldest, 0), at, now);
   return true;
 }
 

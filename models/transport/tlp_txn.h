@@ -3,6 +3,8 @@
 // allocation per TLP once warm) and go back to it when their last owner releases them.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <memory>
 #include <span>
 #include <tlm>
@@ -99,10 +101,14 @@ inline const pcie::tlp_meta& meta(const tlm::tlm_generic_payload& gp) {
 // Asks the cache for `gp`'s header and bookkeeping, which the next step reads: a TLP that
 // waited in a queue while thousands of others moved is usually out of the cache by then.
 inline void prefetch(const tlm::tlm_generic_payload& gp) {
-  const auto& t = txn(gp);
-  __builtin_prefetch(&t.ext.hdr);
-  __builtin_prefetch(&t.ext.meta);
-  __builtin_prefetch(reinterpret_cast<const char*>(&t.ext.meta) + 64);
+  const auto& e = txn(gp).ext;
+  const char* hdr = reinterpret_cast<const char*>(&e.hdr);
+  const char* meta = reinterpret_cast<const char*>(&e.meta);
+  const char* from = std::min(hdr, meta);
+  const char* to = std::max(hdr + sizeof e.hdr, meta + sizeof e.meta);  // past both
+  constexpr size_t cache_line = 64;
+  for (const char* at = from; at < to; at += cache_line) __builtin_prefetch(at);
+  __builtin_prefetch(to - 1);  // the line the last bytes are on, wherever `from` falls
 }
 
 // A simulation's TLPs: its owner (core::fabric_system, a test rig) makes it before the modules
