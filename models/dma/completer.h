@@ -60,7 +60,8 @@ void send_completion_burst(transport::pcie_port& port, transport::tlp_pool& pool
   t.ext.meta.first_bytes = ends.first;
   t.ext.meta.last_bytes = ends.last;
   t.ext.meta.lag_ps = lag_ps;  // its last completion is ready this much after the first
-  if (whole)                   // whole chunks of the completer's memory: carried, not copied
+  t.ext.meta.requests_ended = req_meta.tlps;
+  if (whole)  // whole chunks of the completer's memory: carried, not copied
     t.carry(std::move(whole));
   else
     read(req.address, std::span<uint8_t>(t.bytes.data(), t.bytes.size()));

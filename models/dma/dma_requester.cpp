@@ -319,6 +319,23 @@ void dma_requester::completion(tlm::tlm_generic_payload& gp) {
   gp.release();
 }
 
+// A completion burst's requests each end with their last completion. Where reads queue
+// behind each other (round trips twice the least seen), TLP by TLP their completions come
+// back to back as in the burst, and each tag is free once its own last completion is in:
+// for n requests, on average (n + 1) / 2n of the way through the burst's lag (all of it for
+// one request). Where they do not, the tags are what limits the read: TLP by TLP each tag
+// is reused as it comes back, so the requests go out, and their completions come back,
+// spread out rather than bunched as in the burst, and each tag is back one request's
+// completions after its first one: 1 / n of the way. (Halfway for every burst, as before,
+// one tag and 4 KiB requests in 64 B completions read host memory 7.6% fast, and 32 tags
+// with 512 B requests 2.1% slow: tests/data/generated/burst_tags_*.)
+uint64_t dma_requester::completion_burst_wait_ps(const tlm::tlm_generic_payload& gp) const {
+  const auto& m = transport::meta(gp);
+  const uint64_t n = m.requests_ended;
+  if (n == 0) return m.lag_ps / 2;  // it ends no request: nothing waits for it
+  return m_reads_queue ? m.lag_ps * (n + 1) / (2 * n) : m.lag_ps / n;
+}
+
 void dma_requester::store_completion(tlm::tlm_generic_payload& gp) {
   const auto& h = transport::hdr(gp);
   read_slot& s = m_reads[h.tag];

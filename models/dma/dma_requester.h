@@ -113,6 +113,9 @@ class dma_requester {
   // A Cpl/CplD addressed to this requester: its data is stored, and the TLP's buffer freed
   // and its reference dropped (the requester is its last holder).
   void completion(tlm::tlm_generic_payload& gp);
+  // Burst fidelity: how long after the first TLP of completion burst `gp` comes in the tags of
+  // the requests it ends are free again (tlp_handler::completion_burst_wait_ps).
+  uint64_t completion_burst_wait_ps(const tlm::tlm_generic_payload& gp) const;
 
  private:
   struct active_job {

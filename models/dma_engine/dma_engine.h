@@ -61,6 +61,9 @@ class dma_engine : public sc_core::sc_module,
   void submit(dma::dma_job job) override;
   memory::backing_store& local_memory() override { return m_local; }
   const dma::dma_requester& requester() const override { return m_req; }
+  uint64_t completion_burst_wait_ps(int, const tlm::tlm_generic_payload& gp) const override {
+    return m_req.completion_burst_wait_ps(gp);
+  }
   const engine_params& params() const { return m_params; }
   const engine_stats& stats() const { return m_stats; }
 

@@ -56,6 +56,9 @@ class nvme_controller : public sc_core::sc_module,
   void submit(dma::dma_job job) override;
   memory::backing_store& local_memory() override { return m_flash; }  // the flash
   const dma::dma_requester& requester() const override { return m_req; }
+  uint64_t completion_burst_wait_ps(int, const tlm::tlm_generic_payload& gp) const override {
+    return m_req.completion_burst_wait_ps(gp);
+  }
   const nvme_params& params() const { return m_params; }
   const nvme_stats& stats() const { return m_queues.stats(); }
   // The queue pairs, with every completion entry posted so far.

@@ -100,6 +100,10 @@ struct tlp_meta {
   // the transfer starts or ends unaligned): a link times the first TLP's arrival and the
   // last's end by them. 0 in a burst without data.
   uint32_t first_bytes = 0, last_bytes = 0;
+  // Burst fidelity: a completion burst ends this many of the read requests it answers (their
+  // last completions are in it): TLP by TLP each one's tag is free again as its last
+  // completion comes in, evenly over the burst's lag.
+  uint32_t requests_ended = 1;
   // Burst fidelity: how long after its first TLP the burst's last one is ready (at a sender)
   // or has arrived (at a receiver). Bursts move through the fabric pipelined, TLP by TLP
   // as it were: a forwarding component passes a burst on when its first TLP is in.

@@ -208,6 +208,10 @@ void p2p_forwarder::deliver(proxied_read& r, uint64_t address, const uint8_t* da
       t.ext.meta.lag_ps = in.lag_ps;
       t.ext.meta.first_bytes = in.first_bytes;
       t.ext.meta.last_bytes = in.last_bytes;
+      // The original requests it ends: their last bytes are in it.
+      const uint64_t end = a + n;
+      t.ext.meta.requests_ended = uint32_t(end / r.burst_unit - a / r.burst_unit) +
+                                  (end == r.end && end % r.burst_unit != 0);
     }
     std::memcpy(t.bytes.data(), bytes, n);
     uint64_t now = transport::now_ps();

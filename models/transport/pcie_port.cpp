@@ -6,12 +6,17 @@
 #include "models/transport/stream_log.h"
 #include "models/transport/tlp_txn.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 namespace p2psim::transport {
 
 using namespace sc_core;
+
+uint64_t tlp_handler::completion_burst_wait_ps(int, const tlm::tlm_generic_payload& gp) const {
+  return meta(gp).lag_ps / 2;
+}
 
 pcie_port::pcie_port(sc_module_name name, tlp_handler& owner, int index)
     : sc_module(name), tx("tx"), rx("rx"), m_owner(owner), m_index(index) {
@@ -67,13 +72,14 @@ tlm::tlm_sync_enum pcie_port::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm:
   }
   if (auto& m = meta(gp);
       m.lag_ps && !m_owner.forwards_bursts() && hdr(gp).type != pcie::tlp_type::mrd) {
-    // An endpoint stores a burst once all of it is in. A requester takes a completion burst
-    // halfway: its requests' completions come in evenly over the lag, so on average their
-    // tags are free again then; the rest of the lag tells it when the last byte lands.
-    // A completer takes a burst of read requests as its first comes in, as a root complex
-    // does: it answers the first while the rest still arrive (lag_ps tells it when the last
-    // does), so a read's completions wait for no request but their own.
-    const uint64_t wait = pcie::is_completion(hdr(gp).type) ? m.lag_ps / 2 : m.lag_ps;
+    // An endpoint stores a burst once all of it is in, and takes a completion burst when its
+    // owner's requester has the tags back (completion_burst_wait_ps). A completer takes a
+    // burst of read requests as its first comes in, as a root complex does: it answers the
+    // first while the rest still arrive (lag_ps tells it when the last does), so a read's
+    // completions wait for no request but their own.
+    const uint64_t wait = pcie::is_completion(hdr(gp).type)
+                              ? std::min(m.lag_ps, m_owner.completion_burst_wait_ps(m_index, gp))
+                              : m.lag_ps;
     d += ps(wait);
     m.lag_ps -= wait;
   }

@@ -47,6 +47,10 @@ class tlp_handler : public lookahead_sender {
   virtual uint64_t least_hold_ps(int /*port*/, const tlm::tlm_generic_payload& /*gp*/) const {
     return 0;
   }
+  // Burst fidelity: how long after the first TLP of completion burst `gp` comes in at `port`
+  // this component takes it in (a requester frees the tags of the requests it ends then; the
+  // rest of the lag tells it when the last byte lands). Halfway unless it knows better.
+  virtual uint64_t completion_burst_wait_ps(int port, const tlm::tlm_generic_payload& gp) const;
 };
 
 class pcie_port : public sc_core::sc_module, private hop_forward, private hop_backward {
