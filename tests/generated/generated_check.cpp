@@ -13,7 +13,8 @@
 // - every switch forwards the payload it takes in: bytes in = bytes out.
 //
 // With --summary it also prints how far burst fidelity was from TLP fidelity over all the
-// cases, warned or not (burst_accuracy.h).
+// cases, warned or not (burst_accuracy.h). With --sweep it checks the same of the one-device
+// sweep (one_device_sweep.h) instead of seeds, --first and --count picking its cases.
 //
 // Exit status 0 when every case holds, 1 when one does not (each finding on a line of its
 // own, with the command that reproduces it), 2 on bad arguments.
@@ -38,6 +39,7 @@
 #include "sim/generate/generate.h"
 #include "tests/generated/burst_accuracy.h"
 #include "tests/generated/independent_bounds.h"
+#include "tests/generated/one_device_sweep.h"
 
 namespace {
 
@@ -51,6 +53,7 @@ struct options {
   bool keep = false;
   bool verbose = false;
   bool summary = false;  // print how far burst fidelity was from TLP fidelity (burst_accuracy.h)
+  bool sweep = false;    // the one-device sweep's cases, not seeds
   unsigned jobs = 1;     // cases checked at once
   std::vector<std::string> scenarios;  // regression cases: NAME.yaml beside NAME.topology.yaml
   std::string known;                   // open findings: "SEED  why" lines (known_findings.txt)
@@ -316,6 +319,39 @@ void check_case(const options& o, uint64_t seed,
       f);
 }
 
+// Cases first to first + count - 1 of the one-device sweep (those that exist).
+int check_sweep(const options& o, const std::vector<p2psim::generate::platform_facts>& platforms) {
+  const auto cases = p2psim::oracle::one_device_sweep(platforms);
+  const uint64_t end = std::min<uint64_t>(cases.size(), o.first + o.count);
+  size_t failed = 0, checked = 0;
+  p2psim::oracle::burst_accuracy accuracy;
+  for (uint64_t i = o.first; i < end; ++i, ++checked) {
+    const auto& c = cases[i];
+    const std::string dir = o.dir + "/" + c.name;
+    fs::create_directories(dir);
+    std::ofstream(dir + "/" + c.name + ".topology.yaml") << c.topology_yaml;
+    std::ofstream(dir + "/" + c.name + ".yaml") << c.scenario_yaml;
+    findings f;
+    try {
+      check_files(
+          o, dir + "/" + c.name + ".yaml", dir + "/" + c.name + ".topology.yaml", c.name,
+          fmt::format("generated_check --sweep --first {} --count 1 --keep ...; {}", i, c.summary),
+          dir, f);
+    } catch (const std::exception& e) {
+      f.add(fmt::format("{}: {}", c.name, e.what()));
+    }
+    if (o.verbose) std::cout << c.summary << "\n";
+    for (const auto& l : f.lines) std::cout << l << "\n";
+    failed += !f.lines.empty();
+    accuracy.add_case(f.transfers, f.any_warning);
+    if (f.lines.empty() && !o.keep) fs::remove_all(dir);
+  }
+  if (o.summary) std::cout << accuracy.report();
+  std::cout << fmt::format("{} of {} sweep cases held ({} to {} of {})\n", checked - failed,
+                           checked, o.first, end ? end - 1 : 0, cases.size());
+  return failed ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -336,6 +372,8 @@ int main(int argc, char** argv) {
   app.add_option("--jobs", o.jobs, "Cases checked at once")->check(CLI::Range(1u, 256u));
   app.add_flag("--summary", o.summary,
                "Print how far burst fidelity was from TLP fidelity, transfer by transfer");
+  app.add_flag("--sweep", o.sweep,
+               "Check the one-device sweep's cases --first (from 0) to --first + --count - 1");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -365,6 +403,7 @@ int main(int argc, char** argv) {
     return failed ? 1 : 0;
   }
   const auto platforms = p2psim::generate::platforms_in({o.platforms});
+  if (o.sweep) return check_sweep(o, platforms);
   const auto known = read_known(o.known);
   // Cases run on `jobs` threads (each case runs p2psim as child processes); their findings
   // print in seed order once all are done.
