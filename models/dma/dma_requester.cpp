@@ -362,8 +362,15 @@ void dma_requester::store_completion(tlm::tlm_generic_payload& gp) {
     m_log.landed(s.stream, h.length, transport::now_ps() + transport::meta(gp).lag_ps);
   }
   if (s.remaining == 0) {
-    // A burst is taken as its first TLP comes in: its round trip is its first request's.
-    const uint64_t rtt = transport::now_ps() - s.issued_ps;
+    // A burst's round trip is its requests' on average: from its first request leaving to
+    // halfway through its completions (whenever it was taken in, which depends on the round
+    // trips seen: measured at that time, a read whose tags came back early would never seem
+    // to queue).
+    const auto& m = transport::meta(gp);
+    const uint64_t now = transport::now_ps();
+    const uint64_t rtt =
+        (m.burst && m.first_in_ps ? m.first_in_ps + (now + m.lag_ps - m.first_in_ps) / 2 : now) -
+        s.issued_ps;
     auto& min_rtt = m_stats.min_read_round_trip_ps;
     min_rtt = min_rtt ? std::min(min_rtt, rtt) : rtt;
     if (transport::meta(gp).burst) {

@@ -104,6 +104,9 @@ struct tlp_meta {
   // last completions are in it): TLP by TLP each one's tag is free again as its last
   // completion comes in, evenly over the burst's lag.
   uint32_t requests_ended = 1;
+  // Burst fidelity: when a completion burst's first TLP came in at the requester that took it
+  // in (later, once the tags were back).
+  uint64_t first_in_ps = 0;
   // Burst fidelity: how long after its first TLP the burst's last one is ready (at a sender)
   // or has arrived (at a receiver). Bursts move through the fabric pipelined, TLP by TLP
   // as it were: a forwarding component passes a burst on when its first TLP is in.

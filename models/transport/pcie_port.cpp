@@ -80,6 +80,7 @@ tlm::tlm_sync_enum pcie_port::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm:
     const uint64_t wait = pcie::is_completion(hdr(gp).type)
                               ? std::min(m.lag_ps, m_owner.completion_burst_wait_ps(m_index, gp))
                               : m.lag_ps;
+    m.first_in_ps = now_ps() + to_ps(d);
     d += ps(wait);
     m.lag_ps -= wait;
   }
