@@ -369,11 +369,10 @@ void dma_requester::store_completion(tlm::tlm_generic_payload& gp) {
     const auto& m = transport::meta(gp);
     const uint64_t now = transport::now_ps();
     const uint64_t rtt =
-        (m.burst && m.first_in_ps ? m.first_in_ps + (now + m.lag_ps - m.first_in_ps) / 2 : now) -
-        s.issued_ps;
+        (m.first_in_ps ? m.first_in_ps + (now + m.lag_ps - m.first_in_ps) / 2 : now) - s.issued_ps;
     auto& min_rtt = m_stats.min_read_round_trip_ps;
     min_rtt = min_rtt ? std::min(min_rtt, rtt) : rtt;
-    if (transport::meta(gp).burst) {
+    if (m.burst) {
       m_min_read_rtt = std::min(m_min_read_rtt, rtt);
       m_reads_queue = rtt >= 2 * m_min_read_rtt;
     }

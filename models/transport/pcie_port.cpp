@@ -77,10 +77,11 @@ tlm::tlm_sync_enum pcie_port::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm:
     // burst of read requests as its first comes in, as a root complex does: it answers the
     // first while the rest still arrive (lag_ps tells it when the last does), so a read's
     // completions wait for no request but their own.
-    const uint64_t wait = pcie::is_completion(hdr(gp).type)
-                              ? std::min(m.lag_ps, m_owner.completion_burst_wait_ps(m_index, gp))
-                              : m.lag_ps;
-    m.first_in_ps = now_ps() + to_ps(d);
+    uint64_t wait = m.lag_ps;
+    if (pcie::is_completion(hdr(gp).type)) {
+      m.first_in_ps = now_ps() + to_ps(d);
+      wait = std::min(wait, m_owner.completion_burst_wait_ps(m_index, gp));
+    }
     d += ps(wait);
     m.lag_ps -= wait;
   }

@@ -333,10 +333,11 @@ int check_sweep(const options& o, const std::vector<p2psim::generate::platform_f
     std::ofstream(dir + "/" + c.name + ".yaml") << c.scenario_yaml;
     findings f;
     try {
-      check_files(
-          o, dir + "/" + c.name + ".yaml", dir + "/" + c.name + ".topology.yaml", c.name,
-          fmt::format("generated_check --sweep --first {} --count 1 --keep ...; {}", i, c.summary),
-          dir, f);
+      check_files(o, dir + "/" + c.name + ".yaml", dir + "/" + c.name + ".topology.yaml", c.name,
+                  fmt::format("generated_check --sweep --first {} --count 1 --keep --p2psim {} "
+                              "--platforms {} --dir {}; {}",
+                              i, o.p2psim, o.platforms, o.dir, c.summary),
+                  dir, f);
     } catch (const std::exception& e) {
       f.add(fmt::format("{}: {}", c.name, e.what()));
     }
