@@ -67,7 +67,16 @@ struct requester_stats {
   // The shortest time from a read request leaving to its data back (at burst fidelity, a read
   // burst's first request to its completions' coming in); 0: no read finished.
   uint64_t min_read_round_trip_ps = 0;
+  // Burst fidelity: jobs that issued their last TLP while another job of this requester still
+  // took turns with them, with fewer than short_turns_tlps TLPs of the requester's from their
+  // first to their last (where their ends are least sure: dma_requester::issue).
+  uint64_t short_jobs_ended_in_turns = 0;
 };
+
+// A job's end, where jobs of one requester take turns, is as sure as the lead the first of
+// them keeps: up to 2 of the requester's TLPs apart between the fidelities, 1% of a job that
+// spans 200 of them (docs/architecture.md, "Burst fidelity", "Ramps").
+inline constexpr uint64_t short_turns_tlps = 200;
 
 inline const stats::table<requester_stats>& requester_stat_table() {
   using stats::unit;
@@ -91,6 +100,12 @@ inline const stats::table<requester_stats>& requester_stat_table() {
                      "6.2.8.2)."),
       stats::counter("unexpected_completions", &requester_stats::unexpected_completions, unit::tlps,
                      "Completions for a tag not waiting (after its timeout)."),
+      stats::counter("short_jobs_ended_in_turns", &requester_stats::short_jobs_ended_in_turns,
+                     unit::count,
+                     "Burst fidelity: jobs that issued their last TLP while another job of the "
+                     "requester still took turns with them, fewer than 200 of the requester's "
+                     "TLPs after their first (their ends may differ from TLP fidelity's by up "
+                     "to 2 of those TLPs)."),
   };
   return t;
 }
@@ -118,16 +133,18 @@ class dma_requester {
   uint64_t completion_burst_wait_ps(const tlm::tlm_generic_payload& gp) const;
 
  private:
+  static constexpr uint64_t no_tlp = UINT64_MAX;
   struct active_job {
     dma_job job;
     size_t segment = 0;
     pcie::request_splitter split;
-    uint64_t segment_done = 0;  // bytes of the current segment already issued
-    uint64_t seq = 0;           // submission order
-    uint32_t burst_bytes = 0;   // burst fidelity: this job's burst size (0: TLP by TLP)
-    uint32_t bursts = 0;        // burst fidelity: bursts issued so far
-    uint32_t last_tlps = 0;     // burst fidelity: TLPs of the last one
-    uint64_t left = 0;          // bytes still to issue, every segment
+    uint64_t segment_done = 0;    // bytes of the current segment already issued
+    uint64_t seq = 0;             // submission order
+    uint32_t burst_bytes = 0;     // burst fidelity: this job's burst size (0: TLP by TLP)
+    uint32_t bursts = 0;          // burst fidelity: bursts issued so far
+    uint32_t last_tlps = 0;       // burst fidelity: TLPs of the last one
+    uint64_t left = 0;            // bytes still to issue, every segment
+    uint64_t first_tlp = no_tlp;  // the requester's TLP count when it issued its first
   };
   struct read_slot {
     uint32_t stream = 0;
@@ -142,6 +159,7 @@ class dma_requester {
   void issue();
   bool window_open() const;
   void pop_front_job();
+  bool others_take_turns(const active_job& j) const;  // other jobs still issue beside it
   bool issue_one(active_job& j);
   void finish_read(uint16_t tag);
   void arm_timeout(uint64_t at);
@@ -167,6 +185,7 @@ class dma_requester {
   std::vector<read_slot> m_reads;  // by tag
   std::list<active_job> m_active;  // round robin: front issues next
   uint64_t m_submitted = 0;
+  uint64_t m_tlps = 0;  // TLPs issued, every job
   // TLPs handed to the link and not started yet, posted and non-posted apart: a requester
   // keeps separate queues so a write can pass a read blocked on credits (PCIe ordering, Yes).
   int m_unsent[2] = {0, 0};

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "models/dma/dma_requester.h"
 #include "sim/core/system.h"
 #include "sim/topology/topology.h"
 
@@ -125,6 +126,23 @@ std::vector<std::string> burst_warnings(const fabric_system& sys, const topo::to
                                 "may look slower (docs/architecture.md, \"Burst fidelity\", a "
                                 "burst is one unit in every queue): study it with --fidelity tlp",
                                 rc->reads_held_behind_bursts(), sock.name));
+  // Short jobs of one requester that ended while its other jobs still took turns with them:
+  // TLP by TLP the job that started first keeps the lead its first turns gave it, which the
+  // bursts' turns do not keep exactly.
+  if (stats.contains("devices"))
+    for (const auto& [name, d] : stats["devices"].items()) {
+      if (!d.contains("requester")) continue;
+      const uint64_t n = d["requester"].value("short_jobs_ended_in_turns", uint64_t(0));
+      if (!n) continue;
+      out.push_back(fmt::format(
+          "link {0}: {1} of {0}'s jobs ended while its other jobs still took turns with them, "
+          "fewer than {2} of its TLPs after their own first: TLP by TLP the job that started "
+          "first keeps the lead its first turns gave it, which bursts' turns keep only to "
+          "within 2 TLPs, so such a job may end up to 2 TLPs' time sooner or later, more than "
+          "1% of a job this short (docs/architecture.md, \"Burst fidelity\", ramps): study it "
+          "with --fidelity tlp",
+          name, n, dma::short_turns_tlps));
+    }
   // Reads limited by their tags (fewer bytes in flight than a round trip carries at the
   // link's rate): a read burst takes its requests' tags and frees them when, on average, they
   // would have come back, which is not when each would.
