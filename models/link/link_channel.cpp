@@ -103,12 +103,6 @@ link_channel::entry link_channel::make_entry(tlm::tlm_generic_payload& gp, uint6
   return {&gp, ready_ps, m_seq++, queued_ps, credit_cost_of(gp)};
 }
 
-// A burst of one TLP starts as that TLP would (credit_gate::can_start_burst).
-bool link_channel::may_start(const entry& e, int cls) const {
-  const auto c = pcie::fc_class(cls);
-  return e.cost.header > 1 ? m_credits.can_start_burst(c, e.cost) : m_credits.can_send(c, e.cost);
-}
-
 // The oldest ready head that has credits and may pass every older head still waiting.
 link_channel::slot link_channel::pick(uint64_t now, uint64_t& wake) {
   if (pcie::choice_source* choices = m_order.choices) return pick_explored(now, wake, *choices);
@@ -304,8 +298,13 @@ void link_channel::start(entry e, uint64_t at, uint64_t now, bool in_gaps) {
                                             mm.lag_ps, mean_ser, hold) +
                                         last_ser);
     }
-  tlps_end = occupy_wire(gp, {at, at + first_ser, tlps_end, ser - last_dllps_ser, ser, queued},
-                         tlps_end > arrived_end, in_gaps);
+  if (in_gaps || mm.tlps > 1) {
+    tlps_end = occupy_wire(gp, {at, at + first_ser, tlps_end, ser - last_dllps_ser, ser, queued},
+                           tlps_end > arrived_end, in_gaps);
+  } else {  // a TLP alone holds the wire for its symbols (DLLPs included) and leaves no gaps
+    m_busy_until = std::max(at + ser, tlps_end);
+    m_gaps.until_ps = 0;
+  }
   m_holds.started(m.stream, m.tlps, e.ready_ps, at, tlps_end, ser, int(cls), ran_ahead_before);
   mm.last_ser_ps = first_ser;
   mm.tail_ser_ps = last_ser;
@@ -417,18 +416,6 @@ void link_channel::pump() {
     start(take(s.cls, s.index), now, now);
   }
   m_pumping = false;
-}
-
-link_channel::entry link_channel::take(int cls, size_t index) {
-  auto& q = m_queue[cls];
-  entry e = q[index];
-  if (index == 0) {
-    q.pop_front();
-    if (!q.empty()) transport::prefetch(*q.front().gp);  // the class's next head
-  } else {
-    q.erase(q.begin() + long(index));
-  }
-  return e;
 }
 
 }  // namespace p2psim::link

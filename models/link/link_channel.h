@@ -21,6 +21,7 @@
 #include "models/pcie/tlp.h"
 #include "models/transport/hop_interfaces.h"
 #include "models/transport/lookahead.h"
+#include "models/transport/tlp_txn.h"
 
 namespace p2psim::transport {
 class stream_log;
@@ -191,11 +192,27 @@ class link_channel : public sc_core::sc_module,
   tlm::tlm_generic_payload* cut_burst(entry& e, uint64_t at, uint64_t now, uint64_t& rest_ready);
   bool start_ahead(uint64_t now);
   // Takes entry `index` of class `cls`'s queue off; the head, it asks the cache for the next.
-  entry take(int cls, size_t index);
+  // Inline: every TLP is taken, from both source files.
+  entry take(int cls, size_t index) {
+    auto& q = m_queue[cls];
+    entry e = q[index];
+    if (index == 0) {
+      q.pop_front();
+      if (!q.empty()) transport::prefetch(*q.front().gp);  // the class's next head
+    } else {
+      q.erase(q.begin() + long(index));
+    }
+    return e;
+  }
   int oldest_class() const;  // of the oldest queued TLP (-1: none)
   uint64_t next_chance();
   static pcie::credit_cost credit_cost_of(const tlm::tlm_generic_payload& gp);
-  bool may_start(const entry& e, int cls) const;  // the receiver has room
+  // The receiver has room; a burst of one TLP starts as that TLP would
+  // (credit_gate::can_start_burst). Inline: every TLP asks, from both source files.
+  bool may_start(const entry& e, int cls) const {
+    const auto c = pcie::fc_class(cls);
+    return e.cost.header > 1 ? m_credits.can_start_burst(c, e.cost) : m_credits.can_send(c, e.cost);
+  }
   void wake_at(uint64_t t, uint64_t now);
   void drop(tlm::tlm_generic_payload& gp);
   // Request bursts an endpoint sent, by when their last TLP starts: their sender is told of

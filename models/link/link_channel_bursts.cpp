@@ -118,7 +118,7 @@ uint64_t link_channel::occupy_wire(const tlm::tlm_generic_payload& gp, const wir
   }
   m_busy_until = busy_end;
   const auto& m = transport::meta(gp);
-  m_gaps.until_ps = 0;  // a TLP alone leaves none: nothing more to do on a TLP's path
+  m_gaps.until_ps = 0;  // a TLP alone leaves none (start() sees to one not in gaps itself)
   if (m.tlps < 2) return tlps_end;
   m_gaps = burst_gaps::of(use.start_ps, use.first_ps, tlps_end, use.symbols_ps, m.tlps);
   if (m_gaps.until_ps) {
