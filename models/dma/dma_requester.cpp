@@ -182,9 +182,7 @@ uint32_t dma_requester::nominal_burst_tlps(const active_job& j) const {
 uint32_t dma_requester::turn_limit(const active_job& j) const {
   uint32_t limit = UINT32_MAX;
   for (const active_job& o : m_active) {
-    if (&o == &j || o.job.segments.empty() || o.split.done() || !o.burst_bytes ||
-        waits_for_earlier(o))
-      continue;
+    if (&o == &j || !o.burst_bytes || !still_issues(o)) continue;
     // What it took in its last turn, if more: a job ending takes turns as it shrinks its
     // bursts, the others match each turn before they shrink too.
     limit = std::min(limit, std::max(nominal_burst_tlps(o), o.last_tlps));
@@ -277,10 +275,13 @@ bool dma_requester::window_open() const {
   return false;
 }
 
+bool dma_requester::still_issues(const active_job& o) const {
+  return !o.job.segments.empty() && !o.split.done() && !waits_for_earlier(o);
+}
+
 bool dma_requester::others_take_turns(const active_job& j) const {
   for (const active_job& o : m_active)
-    if (&o != &j && !o.job.segments.empty() && !o.split.done() && !waits_for_earlier(o))
-      return true;
+    if (&o != &j && still_issues(o)) return true;
   return false;
 }
 

@@ -159,6 +159,9 @@ class dma_requester {
   void issue();
   bool window_open() const;
   void pop_front_job();
+  // Whether `o` has TLPs left to issue and may issue them now (not waiting for earlier jobs):
+  // the jobs a job takes turns with.
+  bool still_issues(const active_job& o) const;
   bool others_take_turns(const active_job& j) const;  // other jobs still issue beside it
   bool issue_one(active_job& j);
   void finish_read(uint16_t tag);
