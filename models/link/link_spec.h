@@ -2,6 +2,7 @@
 // (docs/formats-topology.md, "links[]", "interconnects[]").
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "models/params/param.h"
@@ -72,6 +73,12 @@ struct interconnect_spec {
   double bandwidth_gbs = 20;
   double latency_ns = 100;
 };
+
+// Of two sockets' interconnect timings, the slower: the lower bandwidth, the longer latency
+// (a link between sockets of mixed platforms, docs/formats-topology.md, "Mixed platforms").
+inline interconnect_spec slower(const interconnect_spec& a, const interconnect_spec& b) {
+  return {std::min(a.bandwidth_gbs, b.bandwidth_gbs), std::max(a.latency_ns, b.latency_ns)};
+}
 
 inline const params::table<interconnect_spec>& interconnect_spec_params() {
   static const params::table<interconnect_spec> t{

@@ -4,6 +4,7 @@
 // "Platform presets"). A socket may override any of it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "models/dma/memory_timing.h"
@@ -18,6 +19,16 @@ struct p2p_policy {
   double bandwidth_gbs = 0;  // forwarding throughput cap; 0: no cap
   uint32_t outstanding = 0;  // reads: requests forwarded at once; 0: no limit
 };
+
+// Of two sockets' policies for one crossing, the stricter: routed only where both route, the
+// lower throughput cap and the fewer reads at once (0, no limit, is the loosest). A machine of
+// mixed platforms applies it across its interconnect (docs/formats-topology.md, "Mixed
+// platforms").
+inline p2p_policy stricter(const p2p_policy& a, const p2p_policy& b) {
+  auto lower_limit = [](auto x, auto y) { return !x ? y : !y ? x : std::min(x, y); };
+  return {a.routed && b.routed, lower_limit(a.bandwidth_gbs, b.bandwidth_gbs),
+          lower_limit(a.outstanding, b.outstanding)};
+}
 
 // Peer-to-peer forwarding between root ports, or onto the interconnect.
 struct forwarding_spec {

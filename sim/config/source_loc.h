@@ -6,7 +6,7 @@
 namespace p2psim::config {
 
 struct source_loc {
-  std::string file;  // a path, or "--set" for a command-line override
+  std::string file;  // a path, or "--set PATH=VALUE" for a command-line override
   int line = 0;      // 1-based; 0 = unknown
   int column = 0;    // 1-based
   std::string str() const {

@@ -404,7 +404,9 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
         if (auto why = refusal_reason(t, a, x); !why.empty())
           r.errors.push_back(fmt::format("{}: {}", x.name, why));
   r.stats = dump_stats(sys, r.simulated_ns);
-  if (s.fidelity == fidelity::burst) r.warnings = burst_warnings(sys, t, r.stats);
+  r.warnings = t.warnings;  // what the topology chose on the user's behalf
+  if (s.fidelity == fidelity::burst)
+    for (auto& w : burst_warnings(sys, t, r.stats)) r.warnings.push_back(std::move(w));
   return r;
 }
 

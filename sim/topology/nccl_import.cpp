@@ -75,6 +75,21 @@ class importer {
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [numa, cpu] : cpus) add_socket(numa, cpu);
     for (size_t s = 0; s < cpus.size(); ++s) walk_cpu(cpus[s].second, s);
+    // CPUs of different presets: a real machine pairs identical CPUs, so one of the
+    // identities is likely off; written as the dump says, with the loader's stricter rule
+    // (docs/formats-topology.md, "Mixed platforms") and a warning.
+    for (size_t s = 1; s < cpus.size(); ++s)
+      if (m_tree.entities[m_tree.sockets[s]].platform !=
+          m_tree.entities[m_tree.sockets[0]].platform) {
+        m_tree.mixed_platforms = true;
+        warn(cpus[s].second, "platform",
+             fmt::format("this <cpu> maps to platform {} and the first to {}: written with "
+                         "`mixed_platforms: true`, so P2P across sockets takes the stricter "
+                         "policy of the two",
+                         m_tree.entities[m_tree.sockets[s]].platform,
+                         m_tree.entities[m_tree.sockets[0]].platform));
+        break;
+      }
     name_entities();
     return {write_nccl_yaml(m_tree), m_warnings};
   }

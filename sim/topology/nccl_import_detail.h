@@ -33,6 +33,7 @@ struct nccl_tree {
   std::vector<std::string> platform_notes;            // per socket: which preset, and why
   std::vector<std::string> skipped;                   // elements left out, and why
   bool has_nvlink = false;
+  bool mixed_platforms = false;  // the CPUs map to different presets
 };
 
 std::string write_nccl_yaml(const nccl_tree& tree);

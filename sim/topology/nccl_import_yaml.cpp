@@ -62,6 +62,8 @@ std::string write_nccl_yaml(const nccl_tree& t) {
   if (t.has_nvlink) os << "# NVLink connections are not imported (p2psim models PCIe only).\n";
   for (const auto& s : t.skipped) os << "# Not imported: " << s << "\n";
   os << "description: " << yaml_quoted("Imported from NCCL topology " + base) << "\n";
+  if (t.mixed_platforms)
+    os << "mixed_platforms: true  # the <cpu>s map to different presets (see above)\n";
 
   std::vector<std::pair<std::string, std::string>> rows;
   os << "sockets:\n";

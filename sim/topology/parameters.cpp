@@ -83,7 +83,8 @@ std::vector<parameter_table> parameter_tables() {
       r.default_text = "the `pcie` value";
   auto interconnect = config::rows(link::interconnect_spec_params());
   for (auto& r : interconnect)
-    r.default_text = "the first socket's platform `interconnect." + r.key + "`";
+    r.default_text = "the first socket's platform `interconnect." + r.key +
+                     "` (of mixed platforms, the slower socket's)";
   std::vector<parameter_table> tables{
       {"pcie", config::rows(pcie::device_control_params())},
       {"sockets", config::rows(socket_settings())},
@@ -111,6 +112,7 @@ std::string effective_yaml(const topology& t) {
   YAML::Node root;
   root["name"] = t.name;
   if (!t.description.empty()) root["description"] = t.description;
+  if (t.mixed_platforms) root["mixed_platforms"] = true;
   put_all(root["pcie"], pcie::device_control_params(),
           static_cast<const pcie::device_control&>(t.pcie));
   for (const auto& s : t.sockets) {

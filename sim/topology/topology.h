@@ -115,6 +115,11 @@ struct topology {
   std::vector<switch_params> switches;
   std::vector<device_params> devices;
   std::vector<link_params> links;
+  // Sockets of different platform presets, on purpose (`mixed_platforms: true`): refused
+  // otherwise, as a --set on one socket of a real machine would be.
+  bool mixed_platforms = false;
+  // What the loader chose on the user's behalf, "FILE:LINE:COL: ..." (reports print them).
+  std::vector<std::string> warnings;
 
   const device_params* find_device(const std::string& name) const;
   const socket_params* find_socket(const std::string& name) const;

@@ -1,6 +1,7 @@
 #include "sim/topology/topology_loader.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -91,7 +92,60 @@ socket_params read_socket(const node_reader& r, preset_finder& presets) {
   return s;
 }
 
-// An interconnect's timing defaults to its first socket's platform.
+std::string platform_label(const socket_params& s) {
+  return s.platform_name.empty() ? "the built-in defaults" : "'" + s.platform_name + "'";
+}
+
+// Real multi-socket machines pair identical CPUs: sockets of different presets are most
+// often a --set meant for every socket, and the run would look plausible (issue: a Sandy
+// Bridge socket beside a Skylake one crossed UPI faster than Skylake alone). Refused unless
+// the topology says `mixed_platforms: true`; then every socket crosses the interconnect by the
+// strictest of their P2P policies, and the run warns of it.
+void check_platform_mix(topology& t, const config::source_loc& allowed_at) {
+  if (t.sockets.empty()) return;
+  const socket_params& first = t.sockets.front();
+  auto differs = [&](const socket_params& s) { return s.platform_name != first.platform_name; };
+  auto other = std::find_if(t.sockets.begin(), t.sockets.end(), differs);
+  if (other == t.sockets.end()) return;
+  if (!t.mixed_platforms) {
+    // Name the socket a --set changed, if one did: that is where the mix came from.
+    const bool first_set = loc_of(first, "platform").file.starts_with("--set ");
+    const socket_params& odd = first_set ? first : *other;
+    const socket_params& rest = first_set ? *other : first;
+    throw config::error(
+        loc_of(odd, "platform"), "platform",
+        fmt::format("socket {} uses platform {} and socket {} {}: a real machine's sockets have "
+                    "the same CPU; set every socket's platform, or write `mixed_platforms: "
+                    "true` at the topology's top level to mix them on purpose",
+                    odd.name, platform_label(odd), rest.name, platform_label(rest)));
+  }
+  root_complex::p2p_policy write = first.platform.interconnect_p2p_write;
+  root_complex::p2p_policy read = first.platform.interconnect_p2p_read;
+  std::vector<std::string> names;
+  for (const auto& s : t.sockets) {
+    write = root_complex::stricter(write, s.platform.interconnect_p2p_write);
+    read = root_complex::stricter(read, s.platform.interconnect_p2p_read);
+    names.push_back(s.name + " " + platform_label(s));
+  }
+  for (auto& s : t.sockets) {
+    s.platform.interconnect_p2p_write = write;
+    s.platform.interconnect_p2p_read = read;
+  }
+  auto describe = [](const root_complex::p2p_policy& p, bool reads) {
+    if (!p.routed) return std::string("not routed");
+    std::string d = p.bandwidth_gbs ? fmt::format("routed, at most {:g} GB/s", p.bandwidth_gbs)
+                                    : std::string("routed, no cap");
+    if (reads && p.outstanding) d += fmt::format(", {} at once", p.outstanding);
+    return d;
+  };
+  t.warnings.push_back(fmt::format(
+      "{}: mixed_platforms: sockets of different platforms ({}): P2P across the interconnect "
+      "takes the stricter policy of them all on every socket: writes {}, reads {}",
+      allowed_at.str(), fmt::join(names, ", "), describe(write, false), describe(read, true)));
+}
+
+// An interconnect's timing defaults to its first socket's platform; between sockets of
+// different platforms, to the slower of the two.
 interconnect_params read_interconnect(const node_reader& r,
                                       const std::vector<socket_params>& sockets) {
   interconnect_params ic;
@@ -102,8 +156,15 @@ interconnect_params read_interconnect(const node_reader& r,
     r.fail("between", fmt::format("expected two socket names, got {}", between.size()));
   ic.a = between[0];
   ic.b = between[1];
-  for (const auto& s : sockets)
-    if (s.name == ic.a) static_cast<link::interconnect_spec&>(ic) = s.platform.interconnect;
+  const socket_params *a = nullptr, *b = nullptr;
+  for (const auto& s : sockets) {
+    if (s.name == ic.a) a = &s;
+    if (s.name == ic.b) b = &s;
+  }
+  if (a) static_cast<link::interconnect_spec&>(ic) = a->platform.interconnect;
+  if (a && b && a->platform_name != b->platform_name)
+    static_cast<link::interconnect_spec&>(ic) =
+        link::slower(a->platform.interconnect, b->platform.interconnect);
   config::read_params(r, link::interconnect_spec_params(), ic);
   r.done();
   record_locs(r, ic.key_locs);
@@ -203,7 +264,9 @@ topology load_topology(config::document& doc, const load_options& options) {
   t.name = root.str("name", file.stem().string());
   t.description = root.str("description", "");
   if (auto p = root.optional_child("pcie")) t.pcie = read_pcie(*p);
+  t.mixed_platforms = root.boolean("mixed_platforms", false);
   for (const auto& r : root.optional_list("sockets")) t.sockets.push_back(read_socket(r, presets));
+  check_platform_mix(t, root.loc("mixed_platforms"));
   for (const auto& r : root.optional_list("interconnects"))
     t.interconnects.push_back(read_interconnect(r, t.sockets));
   for (const auto& r : root.optional_list("switches")) t.switches.push_back(read_switch(r));

@@ -90,3 +90,41 @@ TEST_CASE("topo prints the nvidia-smi topo -m matrix and writes DOT", "[cli][top
   CHECK(text.find("graph") != std::string::npos);
   CHECK(text.find("gpu0") != std::string::npos);
 }
+
+// docs/formats-topology.md, "Mixed platforms". A --set that makes one socket Sandy Bridge-EP
+// beside a Skylake-SP one gave the SYS path 10.3 GB/s, above two Skylake-SP sockets' 8.0.
+TEST_CASE("sockets of different platforms: refused, or on purpose across by the stricter side",
+          "[cli][classes][platform]") {
+  auto refused = p2psim::test::run_cli(
+      "run scenarios/default.yaml --set socket.cpu0.platform=sandy_bridge_ep");
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err,
+             Catch::Contains("--set socket.cpu0.platform=sandy_bridge_ep: error: platform: "
+                             "socket cpu0 uses platform 'sandy_bridge_ep' and socket cpu1 "
+                             "'skylake_sp'"));
+  // On purpose, either way round: the GPU's socket Sandy Bridge-EP and the NIC's Skylake-SP,
+  // then the other way. Both directions cross at Sandy Bridge-EP's policy (< 0.3 GB/s).
+  const std::string run =
+      "run scenarios/default.yaml --set topologies=[../tests/data/models/mixed_qpi.yaml] "
+      "--set transfers.write.size=1MiB --set transfers.read.size=1MiB "
+      "--set measure.latency=false";
+  for (const std::string swap :
+       {"", " --set socket.cpu0.platform=skylake_sp --set socket.cpu1.platform=sandy_bridge_ep"}) {
+    INFO("swapped: " << !swap.empty());
+    auto j = run_json(run + swap, "classes_mixed");
+    REQUIRE(j["bandwidth"].size() == 2);
+    for (const auto& b : j["bandwidth"]) {
+      INFO(b["op"]);
+      CHECK(b["path"] == "SYS");
+      CHECK(b["gbps"].get<double>() < 0.3);
+      CHECK(b["failed_bytes"] == 0);
+      CHECK(b["mismatched_bytes"] == 0);
+    }
+    bool warned = false;
+    for (const auto& w : j["runs"][0]["warnings"])
+      warned |= w.get<std::string>().find(
+                    "mixed_qpi.yaml:5:18: mixed_platforms: sockets of "
+                    "different platforms") != std::string::npos;
+    CHECK(warned);
+  }
+}

@@ -255,6 +255,26 @@ TEST_CASE("nccl import: three sockets are joined pairwise", "[topology][nccl]") 
   CHECK(m.t.sockets[2].platform_name == "ivy_bridge_ep");
 }
 
+// docs/formats-topology.md, "Mixed platforms": the loader refuses sockets of different presets
+// unless the file says so; an import whose CPUs map to two presets says so, and warns.
+TEST_CASE("nccl import: CPUs of different presets are written as mixed platforms",
+          "[topology][nccl][platform]") {
+  imported m = import_text(R"(<system version="1">
+  <cpu numaid="0" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="85"/>
+  <cpu numaid="1" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="45"/>
+</system>)");
+  CHECK(m.t.mixed_platforms);
+  CHECK(m.t.sockets[0].platform_name == "skylake_sp");
+  CHECK(m.t.sockets[1].platform_name == "sandy_bridge_ep");
+  CHECK_THAT(m.result.yaml, Contains("mixed_platforms: true"));
+  REQUIRE(m.result.warnings.size() == 1);
+  CHECK_THAT(m.result.warnings[0],
+             Contains("inline.xml:3:3: warning: platform: this <cpu> maps to platform "
+                      "sandy_bridge_ep and the first to skylake_sp"));
+  // Sandy Bridge-EP's cross-socket P2P cap now holds on both sockets.
+  CHECK(m.t.sockets[0].platform.interconnect_p2p_write.bandwidth_gbs == Approx(0.25));
+}
+
 TEST_CASE("nccl import: bad files name file line and column", "[topology][nccl][bad]") {
   // The malformed files live with the other malformed inputs.
   const std::string bad = "../../corpus/bad/";

@@ -73,6 +73,10 @@ TEST_CASE("topology checks: each bad fixture fails at the offending key", "[topo
        "rdma_writes_ordering: expected one of: none, owner, all_devices, got 'strict'"},
       {"unknown_platform", 2, 28,
        "unknown platform 'haswell' (available: broken_preset, tiny_gen3, tiny_gen4)"},
+      {"mixed_platforms", 4, 28,
+       "platform: socket cpu1 uses platform 'tiny_gen4' and socket cpu0 'tiny_gen3': a real "
+       "machine's sockets have the same CPU; set every socket's platform, or write "
+       "`mixed_platforms: true` at the topology's top level to mix them on purpose"},
       {"wrong_type", 6, 33, "gen: expected an integer from 1 to 5, got 'fast'"},
       {"list_not_map", 4, 3, "devices: expected a list of maps, got a map"},
       {"map_not_scalar", 3, 13, "memory: expected a size such as 256MiB or 4KiB, got a map"},

@@ -5,6 +5,7 @@
 
 #include "models/dma_engine/engine_spec.h"
 #include "models/gpu/gpu_spec.h"
+#include "sim/topology/parameters.h"
 #include "sim/topology/topology_loader.h"
 
 using namespace p2psim;
@@ -188,6 +189,62 @@ TEST_CASE("topology loader: override errors point at the --set", "[topology][loa
       error_of([] { load("good/switch_only.yaml", {"socket.cpu0.platform=tiny_gen3"}); });
   CHECK_THAT(e.what(), Contains("switch_only.yaml:15:32: error: gen: root port of cpu0 (platform "
                                 "tiny_gen3) supports up to Gen3, got Gen4"));
+}
+
+// docs/formats-topology.md, "Mixed platforms": a machine's sockets share one CPU family.
+TEST_CASE("topology loader: sockets of different platforms need mixed_platforms",
+          "[topology][loader][platform]") {
+  // A --set on one socket is the usual way into a mix: the error points at it, whichever socket.
+  CHECK_THAT(
+      error_of([] { load("good/two_sockets.yaml", {"socket.cpu1.platform=tiny_gen4"}); }).what(),
+      Contains("--set socket.cpu1.platform=tiny_gen4: error: platform: socket cpu1 uses "
+               "platform 'tiny_gen4' and socket cpu0 'tiny_gen3'"));
+  CHECK_THAT(
+      error_of([] { load("good/two_sockets.yaml", {"socket.cpu0.platform=tiny_gen4"}); }).what(),
+      Contains("--set socket.cpu0.platform=tiny_gen4: error: platform: socket cpu0 uses "
+               "platform 'tiny_gen4' and socket cpu1 'tiny_gen3'"));
+  // No preset is a platform of its own, the built-in defaults (full.yaml mixes them).
+  CHECK_THAT(load("good/full.yaml").warnings.at(0),
+             Contains("(cpu0 'tiny_gen3', cpu1 the built-in defaults)"));
+  // The same preset everywhere: no warning, every socket keeps its own policy.
+  topology same = load("good/two_sockets.yaml");
+  CHECK(same.warnings.empty());
+  CHECK(same.sockets[1].platform.interconnect_p2p_read.routed == false);
+}
+
+TEST_CASE("topology loader: mixed platforms cross by the stricter policy and warn",
+          "[topology][loader][platform]") {
+  topology t = load("good/mixed_platforms.yaml");
+  CHECK(t.mixed_platforms);
+  // tiny_gen3 caps writes at 0.25 GB/s and does not route reads; tiny_gen4 (the built-in
+  // defaults) routes both without a cap. Each socket crosses by the stricter of the two.
+  for (const auto& s : t.sockets) {
+    INFO(s.name);
+    CHECK(s.platform.interconnect_p2p_write.routed);
+    CHECK(s.platform.interconnect_p2p_write.bandwidth_gbs == Approx(0.25));
+    CHECK_FALSE(s.platform.interconnect_p2p_read.routed);
+    CHECK(s.platform.interconnect_p2p_read.outstanding == 1);
+  }
+  // Its own root complex and memory stay each socket's own.
+  CHECK(t.sockets[0].platform.max_gen == 3);
+  CHECK(t.sockets[1].platform.max_gen == 4);
+  // The interconnect (between cpu1 and cpu0, cpu1 first) takes the slower socket's timing:
+  // tiny_gen3's 16 GB/s, not the first socket's 20.
+  CHECK(t.interconnects[0].bandwidth_gbs == Approx(16));
+  CHECK(t.interconnects[0].latency_ns == Approx(100));
+  REQUIRE(t.warnings.size() == 1);
+  CHECK_THAT(t.warnings[0],
+             Contains("good/mixed_platforms.yaml:4:18: mixed_platforms: sockets of different "
+                      "platforms (cpu0 'tiny_gen3', cpu1 'tiny_gen4'): P2P across the "
+                      "interconnect takes the stricter policy of them all on every socket: "
+                      "writes routed, at most 0.25 GB/s, reads not routed"));
+  // Written out with every setting, it loads back to the same machine.
+  config::document doc = config::document::parse(effective_yaml(t), "effective.yaml");
+  topology back = load_topology(doc, {{k_dir + "platforms"}, {}});
+  CHECK(back.mixed_platforms);
+  CHECK(back.sockets[1].platform.interconnect_p2p_write.bandwidth_gbs == Approx(0.25));
+  CHECK_FALSE(back.sockets[1].platform.interconnect_p2p_read.routed);
+  CHECK(back.interconnects[0].bandwidth_gbs == Approx(16));
 }
 
 TEST_CASE("topology loader: socket iommu section", "[topology][loader][iommu]") {

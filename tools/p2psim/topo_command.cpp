@@ -92,6 +92,7 @@ int topo_command(const topo_args& a) {
   opt.platform_dirs = platform_dirs();
   for (const auto& s : a.sets) opt.overrides.push_back(config::parse_override(s));
   topo::topology t = topo::load_topology(a.topology, opt);
+  for (const auto& w : t.warnings) std::cerr << "warning: " << w << "\n";
   if (a.effective) {
     std::cout << "# " << t.file << " with every setting written out\n" << topo::effective_yaml(t);
     return 0;
