@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <pugixml.hpp>
 
 #include "sim/config/error.h"
@@ -130,6 +131,8 @@ class importer {
     m_tree.platform_notes.push_back(
         fmt::format("cpu{} (<cpu numaid=\"{}\">, {}): platform {}{}", s, numa, where(cpu), p.preset,
                     p.assumed ? ", ASSUMED: " + p.why : " (" + p.why + ")"));
+    if (p.assumed)
+      warn(cpu, "platform", fmt::format("cpu{}: platform {} ASSUMED: {}", s, p.preset, p.why));
   }
 
   size_t add(nccl_entity e) {
@@ -263,9 +266,19 @@ class importer {
 
   void add_link(pugi::xml_node el, size_t up, size_t down) {
     pugi::xml_attribute speed = el.attribute("link_speed"), width = el.attribute("link_width");
+    std::vector<std::string> assumed;  // what NCCL's file left unknown, for the link's comment
     if (!speed)
       fail(el, "link_speed", "missing; the link's PCIe generation comes from it (\"16 GT/s\")");
     std::optional<int> gen = pcie_gen_of_speed(speed.value());
+    if (!gen && is_unknown_link_value(speed.value())) {
+      // NCCL (src/graph/topo.cc, ncclTopoAddPci) reads a rate it does not know as 8 GT/s per
+      // lane, the fallback of its kvDictPciGen table: sysfs in a VM often knows none.
+      gen = nccl_unknown_speed_gen;
+      assumed.push_back(fmt::format("link_speed '{}' unknown, Gen{} as NCCL assumes",
+                                    one_line(speed.value()), *gen));
+      warn(el, "link_speed",
+           fmt::format("'{}' gives no rate: Gen{} (8 GT/s), as NCCL assumes", speed.value(), *gen));
+    }
     if (!gen)
       fail(el, "link_speed",
            fmt::format("'{}' is not a PCIe rate (2.5, 5, 8, 16 or 32 GT/s)", speed.value()));
@@ -274,6 +287,15 @@ class importer {
            fmt::format("'{}' is PCIe Gen{}; p2psim models Gen1 to Gen5", speed.value(), *gen));
     if (!width) fail(el, "link_width", "missing; the number of lanes of the link");
     auto lanes = to_long(width.value());
+    if (is_unknown_link_value(width.value()) || lanes == 0) {
+      // NCCL (src/graph/topo.cc, ncclTopoAddPci): "if (width == 0) width = 16". It writes 0
+      // where sysfs has no max_link_width for the port above the device (a VM's).
+      lanes = nccl_unknown_width;
+      assumed.push_back(fmt::format("link_width '{}' unknown, x{} as NCCL assumes",
+                                    one_line(width.value()), *lanes));
+      warn(el, "link_width",
+           fmt::format("'{}' gives no width: x{}, as NCCL assumes", width.value(), *lanes));
+    }
     static constexpr long k_widths[] = {1, 2, 4, 8, 12, 16, 32};
     if (!lanes || std::find(std::begin(k_widths), std::end(k_widths), *lanes) == std::end(k_widths))
       fail(el, "link_width",
@@ -290,14 +312,15 @@ class importer {
       const std::string& preset = m_tree.entities[up].platform;
       int max_gen = preset_max_gen(preset, el);
       if (l.gen > max_gen) {
-        l.comment = fmt::format("NCCL: {} (Gen{}); {} root ports go up to Gen{}",
-                                one_line(speed.value()), l.gen, preset, max_gen);
+        assumed.push_back(fmt::format("NCCL: {} (Gen{}); {} root ports go up to Gen{}",
+                                      one_line(speed.value()), l.gen, preset, max_gen));
         warn(el, "link_speed",
              fmt::format("Gen{} written as Gen{}: the {} preset's root ports go up to Gen{}", l.gen,
                          max_gen, preset, max_gen));
         l.gen = max_gen;
       }
     }
+    l.comment = fmt::format("{}", fmt::join(assumed, "; "));
     m_tree.links.push_back(l);
   }
 

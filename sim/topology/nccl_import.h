@@ -41,6 +41,13 @@ nccl_import_result import_nccl_file(const std::string& path,
 // 1..6; nullopt when it is not one of the PCIe rates (empty, "Unknown", "10 GT/s").
 std::optional<int> pcie_gen_of_speed(std::string_view link_speed);
 
+// A link_speed or link_width the machine did not know: empty, "0", "Unknown" (any case), as
+// sysfs reads in many VMs. NCCL then assumes 8 GT/s per lane (src/graph/topo.cc, kvDictPciGen's
+// fallback) and x16 (ncclTopoAddPci: "if (width == 0) width = 16"), and so does the import.
+bool is_unknown_link_value(std::string_view value);
+inline constexpr int nccl_unknown_speed_gen = 3;
+inline constexpr long nccl_unknown_width = 16;
+
 struct pci_busid {
   uint32_t domain = 0, bus = 0, device = 0, function = 0;
   auto operator<=>(const pci_busid&) const = default;

@@ -53,6 +53,16 @@ std::optional<int> pcie_gen_of_speed(std::string_view link_speed) {
   return std::nullopt;
 }
 
+bool is_unknown_link_value(std::string_view value) {
+  std::string_view s = trim(value);
+  if (s.empty() || s == "0") return true;
+  static constexpr std::string_view k_unknown = "unknown";
+  return s.size() == k_unknown.size() &&
+         std::equal(s.begin(), s.end(), k_unknown.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == b;
+         });
+}
+
 std::optional<pci_busid> parse_busid(std::string_view text) {
   // DOMAIN:BUS:DEVICE.FUNCTION; NVML writes 8-digit domains, sysfs 4.
   std::string_view s = trim(text);

@@ -127,8 +127,8 @@ TEST_CASE("import-nccl: bad files exit 2 with file and line", "[cli][nccl][bad]"
              "nccl_not_xml.xml:5:", "XML");
   expect_bad("topo --import-nccl tests/corpus/bad/nccl_no_system.xml", "nccl_no_system.xml:3:1",
              "expected <system>");
-  expect_bad("topo --import-nccl tests/corpus/bad/nccl_unknown_speed.xml",
-             "nccl_unknown_speed.xml:5:7", "link_speed: 'Unknown'");
+  expect_bad("topo --import-nccl tests/corpus/bad/nccl_link_speed_not_numeric.xml",
+             "nccl_link_speed_not_numeric.xml:4:5", "link_speed: 'fast'");
   expect_bad("topo --import-nccl tests/corpus/bad/nccl_unknown_class.xml",
              "nccl_unknown_class.xml:4:5", "0x088000");
   expect_bad("topo --import-nccl topologies/single_rc.yaml", "single_rc.yaml:", "XML");

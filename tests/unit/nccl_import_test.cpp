@@ -1,5 +1,7 @@
 // NCCL topology XML -> topology YAML (p2psim topo --import-nccl): the mapping rules, and that
 // what is written loads and classifies the GPU-NIC path as NCCL's file describes it.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <catch2/catch.hpp>
 
 #include "sim/config/error.h"
@@ -179,8 +181,11 @@ TEST_CASE("nccl import: GPU and NIC directly under a cpu are on root ports (PHB)
   CHECK_THAT(m.result.yaml, Contains("ASSUMED: no preset for GenuineIntel family 0x6 model 0x6a"));
   CHECK(m.t.link_above("gpu0")->gen == 3);
   CHECK_THAT(m.result.yaml, Contains("NCCL: 16.0 GT/s PCIe (Gen4); skylake_sp root ports go up"));
-  REQUIRE(m.result.warnings.size() == 2);
-  CHECK_THAT(m.result.warnings[0], Contains("phb_root_ports.xml:6:5: warning: link_speed: Gen4"));
+  REQUIRE(m.result.warnings.size() == 3);
+  CHECK_THAT(m.result.warnings[0],
+             Contains("phb_root_ports.xml:5:3: warning: platform: cpu0: platform skylake_sp "
+                      "ASSUMED: no preset for GenuineIntel family 0x6 model 0x6a"));
+  CHECK_THAT(m.result.warnings[1], Contains("phb_root_ports.xml:6:5: warning: link_speed: Gen4"));
   // The NVMe drive is neither GPU nor NIC: left out, and listed.
   CHECK_THAT(m.result.yaml, Contains("# Not imported: 0000:65:00.0 (line 14): class 0x010802"));
 }
@@ -199,7 +204,11 @@ TEST_CASE("nccl import: two cpus are sockets joined by an interconnect (SYS)", "
   CHECK(m.t.link_above("nic0")->gen == 4);  // epyc_turin's root ports take Gen4 as it is
   CHECK(m.path("gpu0", "nic0") == path_type::SYS);
   CHECK(m.path("gpu1", "nic0") == path_type::PHB);
-  CHECK(m.result.warnings.empty());
+  // Family 0x19 (Milan, Genoa) has no preset of its own: each socket's fallback is a warning.
+  REQUIRE(m.result.warnings.size() == 2);
+  for (const auto& w : m.result.warnings)
+    CHECK_THAT(w, Contains("platform epyc_turin ASSUMED: no preset for AuthenticAMD family 0x19 "
+                           "model 0x1; epyc_turin is the AMD one"));
 }
 
 TEST_CASE("nccl import: a synthetic bridge is a switch and a bridge below it another (PXB)",
@@ -284,8 +293,9 @@ TEST_CASE("nccl import: bad files name file line and column", "[topology][nccl][
   e = file_error_of(bad + "nccl_no_system.xml");
   CHECK_THAT(e.what(), Contains("nccl_no_system.xml:3:1: error: "));
   CHECK_THAT(e.message, Contains("got <topology>"));
-  e = file_error_of(bad + "nccl_unknown_speed.xml");
-  CHECK_THAT(e.what(), Contains("nccl_unknown_speed.xml:5:7: error: link_speed: 'Unknown'"));
+  e = file_error_of(bad + "nccl_link_speed_not_numeric.xml");
+  CHECK_THAT(e.what(),
+             Contains("nccl_link_speed_not_numeric.xml:4:5: error: link_speed: 'fast' is not"));
   e = file_error_of(bad + "nccl_unknown_class.xml");
   CHECK_THAT(e.what(), Contains("nccl_unknown_class.xml:4:5: error: class: '0x088000'"));
   e = file_error_of("no_such_file.xml");
@@ -302,11 +312,74 @@ TEST_CASE("nccl import: missing or unusable link attributes are errors", "[topol
   CHECK_THAT(e.message, Contains("Gen6"));
   e =
       error_of(in_cpu("    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" "
-                      "link_width=\"0\"/>\n"));
+                      "link_width=\"3\"/>\n"));
   CHECK(e.key == "link_width");
   e = error_of(
       in_cpu("    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\"/>\n"));
   CHECK_THAT(e.what(), Contains(":3:5: error: link_width: missing"));
+}
+
+// What a VM's sysfs does not know, NCCL assumes (src/graph/topo.cc, ncclTopoAddPci: width 0 is
+// x16; a rate not in kvDictPciGen is 8 GT/s): the import takes the same values, and says so on
+// standard error and beside the link.
+TEST_CASE("nccl import: unknown link width and speed take NCCL's values, with a warning",
+          "[topology][nccl]") {
+  for (const char* width : {"0", ""}) {
+    INFO("link_width '" << width << "'");
+    imported m = import_text(in_cpu(
+        fmt::format("    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" "
+                    "link_width=\"{}\"/>\n",
+                    width)));
+    CHECK(m.t.link_above("gpu0")->width == 16);
+    REQUIRE(m.result.warnings.size() == 1);
+    CHECK_THAT(m.result.warnings[0],
+               Contains(fmt::format("inline.xml:3:5: warning: link_width: '{}' gives no width: "
+                                    "x16, as NCCL assumes",
+                                    width)));
+    CHECK_THAT(line_with(m.result.yaml, "down: gpu0"),
+               Contains(fmt::format("# link_width '{}' unknown, x16 as NCCL assumes", width)));
+  }
+  for (const char* speed : {"", "Unknown", "unknown"}) {
+    INFO("link_speed '" << speed << "'");
+    imported m = import_text(
+        in_cpu(fmt::format("    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" link_speed=\"{}\" "
+                           "link_width=\"8\"/>\n",
+                           speed)));
+    CHECK(m.t.link_above("gpu0")->gen == 3);
+    CHECK(m.t.link_above("gpu0")->width == 8);
+    REQUIRE(m.result.warnings.size() == 1);
+    CHECK_THAT(m.result.warnings[0],
+               Contains(fmt::format("inline.xml:3:5: warning: link_speed: '{}' gives no rate: "
+                                    "Gen3 (8 GT/s), as NCCL assumes",
+                                    speed)));
+  }
+  imported vm = import_file("unknown_speed_vm.xml");  // below a switch: 'Unknown' on Gen3
+  CHECK(vm.t.link_above("gpu0")->gen == 3);
+}
+
+// A dump NCCL 2.28.9 wrote on a cloud VM with an H200 (tests/data/hw_probe/README.md): the
+// port above the GPU has no max_link_width in the VM's sysfs (link_width="0"), the CPU's NUMA
+// node is unknown (numaid="-1"), the NIC is virtual (a <nic> with no PCI device), and the CPU
+// (Intel family 6 model 0xcf, Emerald Rapids) has no preset.
+TEST_CASE("nccl import: a real dump from an H200 VM", "[topology][nccl]") {
+  imported m = import_file("h200_vm_nccl2.28.9.xml");
+  REQUIRE(m.t.sockets.size() == 1);
+  CHECK(m.t.sockets[0].platform_name == "skylake_sp");  // the fallback, warned of below
+  REQUIRE(m.t.devices.size() == 1);
+  CHECK(m.t.devices[0].name == "gpu0");
+  CHECK(m.t.link_above("gpu0")->width == 16);
+  CHECK(m.t.link_above("gpu0")->gen == 3);  // 32 GT/s, cut to the fallback preset's Gen3
+  CHECK_THAT(m.result.yaml, Contains("# Not imported: line 6: a <nic> with no PCI device"));
+  CHECK_THAT(m.result.yaml, Contains("# numaid -1"));
+  const std::string all = fmt::format("{}", fmt::join(m.result.warnings, "\n"));
+  INFO(all);
+  CHECK(m.result.warnings.size() == 3);
+  CHECK_THAT(all, Contains("h200_vm_nccl2.28.9.xml:2:3: warning: platform: cpu0: platform "
+                           "skylake_sp ASSUMED: no preset for GenuineIntel family 0x6 model 0xcf"));
+  CHECK_THAT(all, Contains("h200_vm_nccl2.28.9.xml:3:5: warning: link_width: '0' gives no "
+                           "width: x16, as NCCL assumes"));
+  CHECK_THAT(all, Contains("h200_vm_nccl2.28.9.xml:3:5: warning: link_speed: Gen5 written as "
+                           "Gen3: the skylake_sp preset's root ports go up to Gen3"));
 }
 
 TEST_CASE("nccl import: malformed cpus and bus IDs are errors", "[topology][nccl][bad]") {

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Records a machine with an NVIDIA GPU for p2psim's validation (tools/hw_probe/README.md):
+#   run.sh OUTDIR
+# writes OUTDIR/system.txt (date, kernel, nvidia-smi, nvcc), nvidia-smi-q.txt, topo-m.txt,
+# copy_curves.txt (copy_probe.cu) and nccl_topo.xml with nccl.log (nccl_topo_dump.py).
+set -u
+out=${1:?usage: run.sh OUTDIR}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+{
+  date -u '+%Y-%m-%dT%H:%M:%SZ'
+  uname -srm
+  nvidia-smi
+  nvcc --version
+  nvidia-smi --query-gpu=name,pci.bus_id,pcie.link.gen.max,pcie.link.width.max,pcie.link.gen.current,pcie.link.width.current --format=csv
+} >"$out/system.txt" 2>&1
+nvidia-smi -q >"$out/nvidia-smi-q.txt" 2>&1
+nvidia-smi topo -m >"$out/topo-m.txt" 2>&1
+python3 "$here/nccl_topo_dump.py" "$out/nccl_topo.xml" >"$out/nccl.log" 2>&1
+nvcc -O2 -std=c++17 -o /tmp/copy_probe "$here/copy_probe.cu" || exit 1
+/tmp/copy_probe >"$out/copy_curves.txt" 2>&1 &
+probe=$!
+# The link while copying: at rest a GPU's link may train down to save power.
+sleep 20
+echo "# while copying:" >>"$out/system.txt"
+nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.width.current --format=csv >>"$out/system.txt" 2>&1
+wait $probe
