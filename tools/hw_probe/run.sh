@@ -2,7 +2,8 @@
 # Records a machine with an NVIDIA GPU for p2psim's validation (tools/hw_probe/README.md):
 #   run.sh OUTDIR
 # writes OUTDIR/system.txt (date, kernel, nvidia-smi, nvcc), nvidia-smi-q.txt, topo-m.txt,
-# copy_curves.txt (copy_probe.cu) and nccl_topo.xml with nccl.log (nccl_topo_dump.py).
+# pcie_config.txt (pcie_config.py), copy_curves.txt (copy_probe.cu) and nccl_topo.xml with
+# nccl.log (nccl_topo_dump.py).
 set -u
 out=${1:?usage: run.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,6 +17,7 @@ mkdir -p "$out"
 } >"$out/system.txt" 2>&1
 nvidia-smi -q >"$out/nvidia-smi-q.txt" 2>&1
 nvidia-smi topo -m >"$out/topo-m.txt" 2>&1
+python3 "$here/pcie_config.py" >"$out/pcie_config.txt" 2>&1
 python3 "$here/nccl_topo_dump.py" "$out/nccl_topo.xml" >"$out/nccl.log" 2>&1
 nvcc -O2 -std=c++17 -o /tmp/copy_probe "$here/copy_probe.cu" || exit 1
 /tmp/copy_probe >"$out/copy_curves.txt" 2>&1 &
