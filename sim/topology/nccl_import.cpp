@@ -213,7 +213,17 @@ class importer {
       return;
     }
     if (kind == pci_kind::nic && merge_nic_function(pci, *bus, up, id)) return;
-    if (!pci.child("gpu").child("nvlink").empty()) m_tree.has_nvlink = true;
+    for (pugi::xml_node nvlink : pci.child("gpu").children("nvlink")) {
+      // Kept in the file's header and warned of: the GPU's peers on it talk over PCIe here.
+      m_tree.has_nvlink = true;
+      const std::string target = one_line(nvlink.attribute("target").value());
+      const std::string tclass = nvlink.attribute("tclass").value();
+      warn(nvlink, "nvlink",
+           fmt::format("{} NVLink(s) of the GPU at {} to {}{} not imported: p2psim models PCIe "
+                       "only, so traffic between them goes over PCIe in the simulation",
+                       nvlink.attribute("count").as_int(1), id, target.empty() ? "?" : target,
+                       std::string_view(tclass).starts_with("0x0680") ? " (an NVSwitch)" : ""));
+    }
     std::string comment = id + describe_ids(pci) + net_names(pci);
     size_t dev =
         add({kind == pci_kind::gpu ? nccl_kind::gpu : nccl_kind::nic, *bus, comment, {}, {}});

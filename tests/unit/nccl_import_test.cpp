@@ -357,6 +357,34 @@ TEST_CASE("nccl import: unknown link width and speed take NCCL's values, with a 
   CHECK(vm.t.link_above("gpu0")->gen == 3);
 }
 
+// NVLink is not modelled: each <nvlink> of a GPU is a warning naming the GPU and its peer (or
+// NVSwitch), and the file's header says so, so no NVLink machine imports silently as PCIe only.
+TEST_CASE("nccl import: NVLinks are warned of, not dropped silently", "[topology][nccl]") {
+  imported m = import_text(
+      in_cpu("    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" link_speed=\"16 GT/s\" "
+             "link_width=\"16\">\n"
+             "      <gpu dev=\"0\" sm=\"90\" rank=\"0\" gdr=\"1\">\n"
+             "        <nvlink target=\"0000:07:00.0\" count=\"18\" tclass=\"0x068000\"/>\n"
+             "      </gpu>\n"
+             "    </pci>\n"
+             "    <pci busid=\"0000:1b:00.0\" class=\"0x030200\" link_speed=\"16 GT/s\" "
+             "link_width=\"16\">\n"
+             "      <gpu dev=\"1\" sm=\"80\" rank=\"1\" gdr=\"1\">\n"
+             "        <nvlink target=\"0000:1a:00.0\" count=\"4\" tclass=\"0x030200\"/>\n"
+             "      </gpu>\n"
+             "    </pci>\n"));
+  CHECK(m.t.devices.size() == 2);
+  CHECK_THAT(m.result.yaml, Contains("# NVLink connections are not imported"));
+  std::vector<std::string> nvlink;
+  for (const auto& w : m.result.warnings)
+    if (w.find("warning: nvlink:") != std::string::npos) nvlink.push_back(w);
+  REQUIRE(nvlink.size() == 2);
+  CHECK_THAT(nvlink[0], Contains("inline.xml:5:9: warning: nvlink: 18 NVLink(s) of the GPU at "
+                                 "0000:1a:00.0 to 0000:07:00.0 (an NVSwitch) not imported"));
+  CHECK_THAT(nvlink[1], Contains("inline.xml:10:9: warning: nvlink: 4 NVLink(s) of the GPU at "
+                                 "0000:1b:00.0 to 0000:1a:00.0 not imported"));
+}
+
 // A dump NCCL 2.28.9 wrote on a cloud VM with an H200 (tests/data/hw_probe/README.md): the
 // port above the GPU has no max_link_width in the VM's sysfs (link_width="0"), the CPU's NUMA
 // node is unknown (numaid="-1"), the NIC is virtual (a <nic> with no PCI device), and the CPU
