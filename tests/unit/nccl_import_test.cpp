@@ -410,6 +410,23 @@ TEST_CASE("nccl import: a real dump from an H200 VM", "[topology][nccl]") {
                            "Gen3: the skylake_sp preset's root ports go up to Gen3"));
 }
 
+// The same kind of VM with two H200s joined through an NVSwitch (18 NVLinks each): both GPUs
+// on root ports of the one socket, so PHB over PCIe; each NVLink a warning.
+TEST_CASE("nccl import: a real dump from a two-H200 VM with an NVSwitch", "[topology][nccl]") {
+  imported m = import_file("h200x2_vm_nvswitch_nccl2.28.9.xml");
+  REQUIRE(m.t.devices.size() == 2);
+  CHECK(m.t.link_above("gpu0")->up == "cpu0");
+  CHECK(m.t.link_above("gpu1")->up == "cpu0");
+  CHECK(m.path("gpu0", "gpu1") == path_type::PHB);
+  CHECK_THAT(m.result.yaml, Contains("# NVLink connections are not imported"));
+  int nvlinks = 0;
+  for (const auto& w : m.result.warnings)
+    if (w.find("warning: nvlink: 18 NVLink(s) of the GPU at 0000:00:0") != std::string::npos &&
+        w.find("to fffffff:ff:ff.0 (an NVSwitch) not imported") != std::string::npos)
+      ++nvlinks;
+  CHECK(nvlinks == 2);
+}
+
 TEST_CASE("nccl import: malformed cpus and bus IDs are errors", "[topology][nccl][bad]") {
   CHECK_THAT(error_of("<system/>").message, Contains("no <cpu>"));
   CHECK_THAT(error_of("").what(), Contains("inline.xml"));
