@@ -1,5 +1,7 @@
 #include "models/dma/memory_completer.h"
 
+#include <algorithm>
+
 #include "models/dma/completer.h"
 #include "models/transport/sim_clock.h"
 #include "models/transport/tlp_txn.h"
@@ -41,8 +43,12 @@ sc_core::sc_time memory_completer::write(tlm::tlm_generic_payload& gp, uint64_t 
 }
 
 void memory_completer::read(transport::pcie_port& port, tlm::tlm_generic_payload& gp,
-                            uint64_t offset, const sc_core::sc_time& extra) {
+                            uint64_t offset, const sc_core::sc_time& extra, uint32_t max_payload) {
   const auto& h = transport::hdr(gp);
+  // No TLP carries more than the MPS (PCIe Base Spec 2.2.2): a completer that returns larger
+  // pieces than its requester takes splits them further.
+  const uint32_t cpl_bytes =
+      max_payload ? std::min(m_timing.cpl_bytes, max_payload) : m_timing.cpl_bytes;
   uint64_t now = transport::now_ps();
   // The access latency, then the request's bytes through the data path: its completions
   // leave once the data is read (they then serialize on the link one after another).
@@ -68,12 +74,12 @@ void memory_completer::read(transport::pcie_port& port, tlm::tlm_generic_payload
         std::min(done, done - m_path.time_for(h.length) + m_path.time_for(first_bytes));
     const uint64_t last =
         std::max(done, now + m.lag_ps + latency_ps() + m_path.time_for(last_bytes));
-    send_completion_burst(port, transport::tlp_pool::of(gp), h, m, m_id, m_timing.cpl_bytes,
-                          m_timing.rcb, transport::ps(first - now) + extra, last - first,
+    send_completion_burst(port, transport::tlp_pool::of(gp), h, m, m_id, cpl_bytes, m_timing.rcb,
+                          transport::ps(first - now) + extra, last - first,
                           m_store.share(offset, h.length), fetch);
   } else
     send_completions(port, transport::tlp_pool::of(gp), h, transport::meta(gp).stream, m_id,
-                     m_timing.cpl_bytes, m_timing.rcb, when, fetch);
+                     cpl_bytes, m_timing.rcb, when, fetch);
 }
 
 void memory_completer::atomic(transport::pcie_port& port, tlm::tlm_generic_payload& gp,
@@ -112,13 +118,14 @@ uint64_t memory_completer::after_read_bursts(uint64_t arrival_ps) const {
 }
 
 sc_core::sc_time memory_completer::serve(transport::pcie_port& port, tlm::tlm_generic_payload& gp,
-                                         uint64_t offset, const sc_core::sc_time& extra) {
+                                         uint64_t offset, const sc_core::sc_time& extra,
+                                         uint32_t max_payload) {
   const auto t = transport::hdr(gp).type;
   if (t == pcie::tlp_type::mwr) return write(gp, offset, extra);
   if (pcie::is_atomic(t))
     atomic(port, gp, offset, extra);
   else
-    read(port, gp, offset, extra);
+    read(port, gp, offset, extra, max_payload);
   return sc_core::SC_ZERO_TIME;
 }
 

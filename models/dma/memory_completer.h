@@ -33,16 +33,18 @@ class memory_completer {
   // `extra` after that (the stream log's landing time).
   sc_core::sc_time write(tlm::tlm_generic_payload& gp, uint64_t offset,
                          const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
-  // Sends the completions for MRd `gp` reading from `offset` through `port`, `extra` later.
+  // Sends the completions for MRd `gp` reading from `offset` through `port`, `extra` later,
+  // each at most `max_payload` bytes (the requester's MPS; 0: the completion size alone).
   void read(transport::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
-            const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
+            const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME, uint32_t max_payload = 0);
   // Performs AtomicOp `gp` on the store at `offset` and sends its CplD, `extra` later.
   void atomic(transport::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
               const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
   // Any request: stores, answers or both, `extra` later. Returns when the caller may free the
   // TLP's buffer (after a write: when the data path has absorbed it), as a delay from now.
   sc_core::sc_time serve(transport::pcie_port& port, tlm::tlm_generic_payload& gp, uint64_t offset,
-                         const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME);
+                         const sc_core::sc_time& extra = sc_core::SC_ZERO_TIME,
+                         uint32_t max_payload = 0);
   void set_completer_id(uint16_t id) { m_id = id; }
   // Called with the new bytes before a write or an AtomicOp changes the store (the GPU keeps
   // what its kernels may still see).

@@ -81,7 +81,7 @@ inline const params::table<dma::memory_timing>& host_memory_params() {
       params::time("latency", &memory_timing::latency_ns, "Host memory access."),
       params::bandwidth("bandwidth", &memory_timing::bandwidth_gbs, "Host memory data path."),
       params::size("completion_size", &memory_timing::cpl_bytes,
-                   "Completion size for host memory reads.")
+                   "Completion size for host memory reads; at most the requester's MPS.")
           .power_of_two(64, 4096),
   };
   return t;

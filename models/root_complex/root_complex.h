@@ -6,6 +6,8 @@
 // Ports: root ports first (0..R-1), then one port per interconnect link.
 #pragma once
 
+#include <unordered_map>
+
 #include <memory>
 #include <vector>
 
@@ -85,6 +87,11 @@ class root_complex : public sc_core::sc_module,
     return m_iommu.domain(requester_id);
   }
   const iommu_stage& iommu() const { return m_iommu; }
+  // The MPS of the device with this requester ID: host memory answers its reads in pieces no
+  // larger (the platform's completion size may be larger than a machine's MPS).
+  void set_requester_mps(uint16_t requester_id, uint32_t mps) {
+    m_requester_mps[requester_id] = mps;
+  }
   memory::backing_store& memory() { return m_memory; }
   const rc_params& params() const { return m_params; }
   const rc_stats& stats() const { return m_stats; }
@@ -127,6 +134,7 @@ class root_complex : public sc_core::sc_module,
   pcie::route_table m_root_routes, m_remote_routes, m_remote_memory;
   memory::backing_store m_memory;
   dma::memory_completer m_memory_port;
+  std::unordered_map<uint16_t, uint32_t> m_requester_mps;  // by requester ID
   p2p_forwarder m_p2p, m_interconnect_p2p;  // between root ports; onto the interconnect
   iommu_stage m_iommu;
   uint64_t m_latency_ps;

@@ -90,6 +90,7 @@ fabric_system::fabric_system(const topo::topology& t, const topo::address_map& a
   build_links();
   build_interconnects();
   build_iommus();
+  tell_requester_mps();
 }
 
 fabric_system::~fabric_system() = default;
@@ -266,6 +267,14 @@ void fabric_system::build_interconnects() {
 bool fabric_system::translating(const std::string& node) const {
   const auto* s = m_topo.find_socket(m_addr.socket_of.at(node));
   return s && s->iommu.mode == iommu::iommu_mode::translating;
+}
+
+// Every root complex knows each device's MPS, by requester ID: the pieces it may answer that
+// device's reads of host memory in.
+void fabric_system::tell_requester_mps() {
+  for (const auto& d : m_topo.devices)
+    for (auto& [name, rc] : m_sockets)
+      rc->set_requester_mps(m_addr.devices.at(d.name).bdf, d.control.mps);
 }
 
 // Every device gets a domain in its socket's root complex, keyed by its requester ID.

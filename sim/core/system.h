@@ -81,6 +81,7 @@ class fabric_system {
   void build_links();
   void build_interconnects();
   void build_iommus();
+  void tell_requester_mps();
   bool translating(const std::string& node) const;  // its socket's IOMMU translates
   transport::pcie_port& upstream_port_for(const topo::link_params& l, int index);
   transport::pcie_port& downstream_port_for(const std::string& node);

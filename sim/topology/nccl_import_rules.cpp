@@ -117,6 +117,8 @@ platform_choice choose_platform(const cpu_identity& cpu) {
         return {"ivy_bridge_ep", id() + ": Ivy Bridge-EP", false};
       case 0x55:
         return {"skylake_sp", id() + ": Skylake-SP / Cascade Lake", false};
+      case 0xcf:
+        return {"emerald_rapids", id() + ": Emerald Rapids", false};
       case 0xc5:
       case 0xc6:
         return {"arrow_lake", id() + ": Arrow Lake", false};
