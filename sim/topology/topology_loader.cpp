@@ -97,8 +97,8 @@ std::string platform_label(const socket_params& s) {
 }
 
 // Real multi-socket machines pair identical CPUs: sockets of different presets are most
-// often a --set meant for every socket, and the run would look plausible (issue: a Sandy
-// Bridge socket beside a Skylake one crossed UPI faster than Skylake alone). Refused unless
+// often a --set meant for every socket, and the run would look plausible (a Sandy Bridge-EP
+// socket beside a Skylake-SP one crossed UPI faster than two Skylake-SP sockets). Refused unless
 // the topology says `mixed_platforms: true`; then every socket crosses the interconnect by the
 // strictest of their P2P policies, and the run warns of it.
 void check_platform_mix(topology& t, const config::source_loc& allowed_at) {
