@@ -319,6 +319,15 @@ TEST_CASE("nccl import: missing or unusable link attributes are errors", "[topol
   CHECK_THAT(e.what(), Contains(":3:5: error: link_width: missing"));
 }
 
+namespace {
+// A GPU on a root port of one cpu, its link as NCCL wrote it.
+std::string gpu_on_root_port(std::string_view speed, std::string_view width) {
+  return in_cpu(fmt::format(
+      "    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" link_speed=\"{}\" link_width=\"{}\"/>\n",
+      speed, width));
+}
+}  // namespace
+
 // What a VM's sysfs does not know, NCCL assumes (src/graph/topo.cc, ncclTopoAddPci: width 0 is
 // x16; a rate not in kvDictPciGen is 8 GT/s): the import takes the same values, and says so on
 // standard error and beside the link.
@@ -326,10 +335,7 @@ TEST_CASE("nccl import: unknown link width and speed take NCCL's values, with a 
           "[topology][nccl]") {
   for (const char* width : {"0", ""}) {
     INFO("link_width '" << width << "'");
-    imported m = import_text(in_cpu(
-        fmt::format("    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" "
-                    "link_width=\"{}\"/>\n",
-                    width)));
+    imported m = import_text(gpu_on_root_port("8 GT/s", width));
     CHECK(m.t.link_above("gpu0")->width == 16);
     REQUIRE(m.result.warnings.size() == 1);
     CHECK_THAT(m.result.warnings[0],
@@ -341,10 +347,7 @@ TEST_CASE("nccl import: unknown link width and speed take NCCL's values, with a 
   }
   for (const char* speed : {"", "Unknown", "unknown"}) {
     INFO("link_speed '" << speed << "'");
-    imported m = import_text(
-        in_cpu(fmt::format("    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" link_speed=\"{}\" "
-                           "link_width=\"8\"/>\n",
-                           speed)));
+    imported m = import_text(gpu_on_root_port(speed, "8"));
     CHECK(m.t.link_above("gpu0")->gen == 3);
     CHECK(m.t.link_above("gpu0")->width == 8);
     REQUIRE(m.result.warnings.size() == 1);
