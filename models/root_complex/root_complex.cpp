@@ -123,10 +123,9 @@ void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
     uint64_t off = h.address - m_params.memory.base;
     ++(write ? m_stats.memory_writes : m_stats.memory_reads);
     // A write's buffer is free once the memory controller's data path has taken the data.
-    const auto mps = m_requester_mps.find(h.requester_id);
     m_ports[in]->free_buffer(gp,
                              m_memory_port.serve(*m_ports[in], gp, off, transport::ps(m_latency_ps),
-                                                 mps == m_requester_mps.end() ? 0 : mps->second));
+                                                 write ? 0 : requester_mps(h.requester_id)));
     gp.release();
     return;
   }

@@ -135,6 +135,10 @@ class root_complex : public sc_core::sc_module,
   memory::backing_store m_memory;
   dma::memory_completer m_memory_port;
   std::unordered_map<uint16_t, uint32_t> m_requester_mps;  // by requester ID
+  uint32_t requester_mps(uint16_t id) const {              // 0: not known
+    auto it = m_requester_mps.find(id);
+    return it == m_requester_mps.end() ? 0 : it->second;
+  }
   p2p_forwarder m_p2p, m_interconnect_p2p;  // between root ports; onto the interconnect
   iommu_stage m_iommu;
   uint64_t m_latency_ps;
