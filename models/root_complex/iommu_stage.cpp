@@ -33,7 +33,7 @@ iommu::iommu_domain* iommu_stage::domain(uint16_t requester_id) {
 void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
   auto& pq = m_ports[port];
   const uint64_t now = transport::now_ps();
-  uint64_t ready = std::max(now, pq.busy_until_ps);
+  uint64_t ready = std::max(now, pq.ready_by(now));
   bool blocked = false, walked = false;
   auto& h = transport::hdr(gp);
   const bool request = !pcie::is_completion(h.type) && h.type != pcie::tlp_type::msg;
@@ -54,13 +54,15 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
     if (walks) {
       walked = true;
       const uint64_t walk = pcie::ns_to_ps(d->params().miss_latency_ns);
-      const uint64_t start = ready;
-      const uint64_t last_walks = walks == m.tlps ? walk : 0;  // the last TLP walked too
-      ready = start + (t.iotlb_hit ? 0 : walk);
-      const uint64_t last = std::max(start + walks * walk, now + m.lag_ps + last_walks);
-      m.lag_ps = last - ready;
+      ready += t.iotlb_hit ? 0 : walk;
       m_walk_wait_ps += walks * walk;
-      pq.busy_until_ps = last;  // in order: what comes next waits for the last walk
+      if (m.tlps > 1) {  // in order: what comes in later waits for the walks before it
+        const uint32_t later_walks = walks - (t.iotlb_hit ? 0 : 1);
+        const trickle b{now,   m.lag_ps,           m.tlps,
+                        ready, later_walks * walk, walks == m.tlps ? walk : 0};
+        m.lag_ps = b.last_ready_ps() - ready;
+        if (m.lag_ps) pq.trickles.push_back(b);
+      }
     }
     if (t.ok)
       h.address = t.address;  // on to the physical address; the payload is unchanged
@@ -71,8 +73,11 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
   // meanwhile, and those in by the time it goes on leave back to back, as TLPs held in the
   // pipeline would. Its lag is only what is still to come in then (keeping its arrival lag,
   // it trickled onto the next link at the speed of the one it came in on).
-  if (auto& m = transport::meta(gp); !walked && ready > now)
+  if (auto& m = transport::meta(gp); !walked && ready > now) {
+    if (m.tlps > 1 && now + m.lag_ps > ready)
+      pq.trickles.push_back({now, m.lag_ps, m.tlps, ready, 0, 0});
     m.lag_ps = now + m.lag_ps > ready ? now + m.lag_ps - ready : 0;
+  }
   pq.busy_until_ps = std::max(pq.busy_until_ps, ready);
   if (pq.waiting.empty() && ready == now) {
     m_deliver(port, gp, blocked);
@@ -80,6 +85,13 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
   }
   pq.waiting.push_back({&gp, ready, blocked});
   if (pq.waiting.size() == 1) m_wake.notify(transport::ps(ready - now));  // an earlier one wins
+}
+
+uint64_t iommu_stage::port_queue::ready_by(uint64_t now) {
+  uint64_t t = busy_until_ps;
+  std::erase_if(trickles, [&](const trickle& b) { return b.last_ready_ps() <= now; });
+  for (const auto& b : trickles) t = std::max(t, b.ready_by(now));
+  return t;
 }
 
 uint64_t iommu_stage::first_held_ready_ps() const {

@@ -9,6 +9,7 @@
 // ingress buffer stays taken, so a slow walk back-pressures the link through its credits.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -49,9 +50,36 @@ class iommu_stage : public sc_core::sc_module {
     uint64_t ready_ps;
     bool blocked;
   };
+  // Burst fidelity: a burst that went on at its first TLP's time while the rest of its TLPs
+  // still come in (one every `step_ps` from `arrived_ps`) and go through the pipeline after
+  // it. A TLP that comes in meanwhile came in between them (a link lets it into a burst's
+  // gaps): it waits for those that came in before it, not for the whole burst.
+  struct trickle {
+    uint64_t arrived_ps, lag_ps;  // its first TLP's arrival; its last's, that long after
+    uint32_t tlps;
+    uint64_t first_ready_ps;  // when its first TLP went on
+    uint64_t later_walks_ps;  // the walks of the TLPs after its first, one after another
+    uint64_t tail_walk_ps;    // every TLP walks: each goes on this long after it came in
+    uint64_t last_ready_ps() const { return ready_ps(tlps - 1); }
+    // When its TLP k (of 0..tlps-1, arriving evenly spread) goes on.
+    uint64_t ready_ps(uint32_t k) const {
+      return std::max(first_ready_ps + later_walks_ps * k / (tlps - 1),
+                      arrived_ps + lag_ps * k / (tlps - 1) + tail_walk_ps);
+    }
+    // When its TLPs that came in by `t` have gone on.
+    uint64_t ready_by(uint64_t t) const {
+      const uint64_t in = t <= arrived_ps ? 0
+                          : lag_ps        ? (t - arrived_ps) * (tlps - 1) / lag_ps
+                                          : tlps - 1;
+      return ready_ps(uint32_t(std::min<uint64_t>(in, tlps - 1)));
+    }
+  };
   struct port_queue {
     std::deque<held> waiting;
-    uint64_t busy_until_ps = 0;  // when the last TLP taken in may go on
+    uint64_t busy_until_ps = 0;     // when the last TLP taken in (a burst's first) may go on
+    std::vector<trickle> trickles;  // bursts whose later TLPs are still to go on
+    // When what came in by `now` has gone on; forgets the bursts that are through.
+    uint64_t ready_by(uint64_t now);
   };
   void drain();  // delivers every TLP whose time has come
 

@@ -22,10 +22,11 @@ TEST_CASE("burst gaps: a burst whose symbols fill its time leaves none", "[link]
 
 TEST_CASE("burst gaps: a trickling burst leaves its idle share of the wire", "[link][burst]") {
   // 4 TLPs of 100 ps, one every 1000 ps (from a link ten times slower): on the wire at 0,
-  // 1000, 2000 and 3000, the last through at 3100; the wire idles 2700 of the 3100 ps.
+  // 1000, 2000 and 3000, the last through at 3100; after the first, the wire idles 2700 of
+  // the 3000 ps (while the first is on the wire nothing else goes: no idle time then).
   burst_gaps g = burst_gaps::of(0, 100, 3100, 400, 4);
   REQUIRE(g.until_ps == 3100);
-  CHECK(g.idle_share == Approx(2700.0 / 3100.0));
+  CHECK(g.idle_share == Approx(2700.0 / 3000.0));
   CHECK(g.period_ps == 1000);
   CHECK(g.slot_ps == 100);
   // Nothing goes before the burst's first TLP is through, nor while one of its TLPs is on the
@@ -49,9 +50,9 @@ TEST_CASE("burst gaps: beside a burst held back by credits, what goes takes the 
 }
 
 TEST_CASE("burst gaps: what goes in them shares them", "[link][burst]") {
-  // Idle 2700 of 3100 ps; a 1000 ps transmission sent at 100 goes at once (through at 1100),
+  // Idle 2700 of 3000 ps; a 1000 ps transmission sent at 100 goes at once (through at 1100),
   // and the burst's TLPs that came in meanwhile catch up in the gaps until 100 + 1000 / share
-  // = 1248: until then the gaps are taken.
+  // = 1211: until then the gaps are taken.
   burst_gaps g = burst_gaps::of(0, 100, 3100, 400, 4);
   CHECK(g.send(100, 1000, 3100) == 1100);
   const uint64_t taken = 100 + uint64_t(1000 / g.idle_share + 0.5);
@@ -64,7 +65,7 @@ TEST_CASE("burst gaps: what goes in them shares them", "[link][burst]") {
 
 TEST_CASE("burst gaps: what does not fit before the burst's end goes once the wire is free",
           "[link][burst]") {
-  const double share = 500.0 / 1100.0;  // 2 TLPs of 300 ps over 1100 ps
+  const double share = 500.0 / 800.0;  // 2 TLPs of 300 ps over 1100 ps: idle after the first
   for (uint64_t start = 300; start < 1100; start += 50)
     for (uint64_t symbols : {1u, 10u, 100u, 500u, 2000u}) {
       burst_gaps g = burst_gaps::of(0, 300, 1100, 600, 2);
@@ -74,8 +75,8 @@ TEST_CASE("burst gaps: what does not fit before the burst's end goes once the wi
       CHECK(end >= start + symbols);
       CHECK(end <= 1100 + symbols);
     }
-  // From 900, 200 ps of the wire is left, 90.9 ps of it idle: 1000 ps of symbols end at
-  // 1100 + (1000 - 90) = 2010, or after what else holds the wire past the burst.
+  // From 900, 200 ps of the wire is left, 125 ps of it idle: 1000 ps of symbols end at
+  // 1100 + (1000 - 125) = 1975, or after what else holds the wire past the burst.
   burst_gaps g = burst_gaps::of(0, 300, 1100, 600, 2);
   CHECK(g.send(900, 1000, 1100) == 1100 + 1000 - uint64_t(200 * share));
   burst_gaps h = burst_gaps::of(0, 300, 1100, 600, 2);
@@ -101,4 +102,18 @@ TEST_CASE("burst gaps: what may not pass a paced burst waits for the TLPs handed
   // All handed over at once (no lag): every TLP is ahead of what came after the first.
   g.in_step_ps = 0;
   CHECK(g.handed_over_by(200) == 4);
+}
+
+TEST_CASE("burst gaps: right after the first TLP, the whole idle time is room", "[link][burst]") {
+  // 2 TLPs of 300 ps, the second ready 800 ps after the first: the wire idles 500 ps between
+  // them. TLP by TLP, a 500 ps TLP that comes in as the first is through fills that idle time
+  // exactly and ends as the second starts; it fits in the gaps and is through at 800.
+  burst_gaps g = burst_gaps::of(0, 300, 1100, 600, 2);
+  CHECK(g.room(300) == Approx(500));
+  CHECK(g.send(300, 500, 1100) == 800);
+  // Six 64 B completions of 29409 ps arriving 37640 ps apart (gen-586) leave room for six
+  // 9357 ps read requests after the first: five between them and one after the last.
+  const uint64_t first = 29409, end = 29409 + 5 * 37640, symbols = 6 * 29409;
+  const burst_gaps c = burst_gaps::of(0, first, end, symbols, 6);
+  CHECK(c.room(first) == Approx(double(end - symbols)).epsilon(1e-9));
 }
