@@ -289,6 +289,13 @@ void link_channel::start(entry e, uint64_t at, uint64_t now, bool in_gaps) {
   // fidelity's bandwidth (tests/data/generated/burst_lag_elapsed_in_queue.yaml).
   uint64_t tlps_end =
       std::max(at + ser - last_dllps_ser, std::max(at, e.ready_ps + mm.lag_ps) + last_ser);
+  // The pieces of a re-emitted TLP come in together: once the first of them is in, they go
+  // one after another (spread evenly over the lag, only the last would have been left).
+  if (mm.tail_tlps > 1 && mm.tail_tlps < mm.tlps) {
+    const uint64_t tail_in = e.ready_ps + mm.lag_ps - std::min(mm.lag_ps, mm.tail_spread_ps);
+    tlps_end = std::max(tlps_end, std::max(at, tail_in) + (mm.tail_tlps - 1) * mean_ser + last_ser);
+    mm.tail_spread_ps = std::max(mm.tail_spread_ps, (mm.tail_tlps - 1) * mean_ser);
+  }
   const uint64_t arrived_end = tlps_end;
   // Nor sooner than the receiver's credits let its TLPs start (credit_window.h).
   if (!m_windows.empty())

@@ -111,6 +111,12 @@ struct tlp_meta {
   // or has arrived (at a receiver). Bursts move through the fabric pipelined, TLP by TLP
   // as it were: a forwarding component passes a burst on when its first TLP is in.
   uint64_t lag_ps = 0;
+  // Burst fidelity: its last `tail_tlps` TLPs are the pieces of one TLP a root complex
+  // re-emitted in smaller ones: they came in together, not spread over the lag like the rest,
+  // and left the links they took `tail_spread_ps` apart, first to last. A slower link sends
+  // them one after another once the first of them is in.
+  uint32_t tail_tlps = 1;
+  uint64_t tail_spread_ps = 0;
   // Burst fidelity: the first link a request burst takes tells its sender of the departure
   // when the burst's last TLP starts (TLP by TLP, the sender hands over its next TLP then),
   // or the link sent the first TLPs ahead of the rest (link_channel start()); either way the

@@ -87,6 +87,14 @@ tlp_txn& tlp_pool::re_emit(tlp_txn& t, uint32_t tlps, uint32_t unit) {
   n.ext.meta.tlps = tlps;
   n.ext.meta.unit = unit;
   n.ext.meta.told_at_last_start = false;
+  // The pieces of the original's last TLP come out together (at its lag).
+  if (t.ext.meta.tlps > 1 && tlps > t.ext.meta.tlps) {
+    const uint64_t end = t.ext.hdr.address + t.ext.hdr.length, old_unit = t.ext.meta.unit;
+    const uint64_t last_start =
+        std::max<uint64_t>(t.ext.hdr.address, (end - 1) / old_unit * old_unit);
+    n.ext.meta.tail_tlps = uint32_t(pcie::count_requests(last_start, end - last_start, unit));
+    n.ext.meta.tail_spread_ps = 0;
+  }
   set_request_ends(n);
   m_tlps += tlps - 1;
   n.bytes.swap(t.bytes);
