@@ -59,6 +59,10 @@ class memory_completer {
   // this (0: after no burst's). (A write takes the path as it comes in, before the
   // latency of any read is over.)
   uint64_t after_read_bursts(uint64_t arrival_ps) const;
+  // Books read `gp`, come in at `now`, on the data path; returns when its last byte is read,
+  // and sets `first_done` to when its first request's is for a burst booked request by
+  // request (0 if booked whole).
+  uint64_t book_read(const tlm::tlm_generic_payload& gp, uint64_t now, uint64_t& first_done);
   struct read_burst_arrivals {
     uint64_t first = 0, last = 0;  // when its first and last requests came in (evenly)
     uint32_t requests = 0;
