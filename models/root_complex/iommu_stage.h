@@ -51,7 +51,7 @@ class iommu_stage : public sc_core::sc_module {
     bool blocked;
   };
   // Burst fidelity: a burst that went on at its first TLP's time while the rest of its TLPs
-  // still come in (one every `step_ps` from `arrived_ps`) and go through the pipeline after
+  // still come in (evenly over `lag_ps` from `arrived_ps`) and go through the pipeline after
   // it. A TLP that comes in meanwhile came in between them (a link lets it into a burst's
   // gaps): it waits for those that came in before it, not for the whole burst.
   struct trickle {
