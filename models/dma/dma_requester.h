@@ -194,10 +194,12 @@ class dma_requester {
   int m_unsent[2] = {0, 0};
   int m_jobs_of[2] = {0, 0};  // jobs in m_active, posted and non-posted apart
   bool m_issuing = false;
-  // Burst fidelity: the shortest round trip of a read burst so far, and whether the last one
-  // took twice that (reads queue behind each other: bandwidth, not tags, limits them).
+  // Burst fidelity: the shortest round trip of a read burst so far, whether the last one
+  // took twice that (reads queue behind each other: bandwidth, not tags, limits them), and
+  // how many tags it shows waiting in that queue (read_burst_tags).
   uint64_t m_min_read_rtt = UINT64_MAX;
   bool m_reads_queue = false;
+  uint32_t m_spare_tags = 0;
   requester_stats m_stats;
   // One timer for the oldest outstanding read, set only while reads are outstanding (so a
   // run that finishes its reads has no event left at the timeout).
