@@ -189,6 +189,21 @@ uint64_t due_dllps(uint64_t& counter, uint64_t fresh, uint32_t limit) {
   while (counter >= limit) counter -= limit, ++n;
   return n;
 }
+
+// ACK and UpdateFC DLLPs take 8 of every ack_limit (fc_limit) bytes of a direction's time,
+// their own bytes included: the rate of the spec's tables, and pcie-bench's model. The DLLPs
+// due as `fresh` bytes go out, given the bytes each counter has run up.
+uint64_t dllps_due_for(uint64_t& ack_bytes, uint64_t& fc_bytes, uint64_t fresh,
+                       const channel_timing& t) {
+  uint64_t n = 0;
+  while (fresh) {
+    const uint64_t dllps =
+        due_dllps(ack_bytes, fresh, t.ack_limit) + due_dllps(fc_bytes, fresh, t.fc_limit);
+    fresh = dllps * pcie::dllp_bytes;
+    n += dllps;
+  }
+  return n;
+}
 }  // namespace
 
 void link_channel::count(channel_stats& s, const start_counts& c) {
@@ -253,25 +268,26 @@ void link_channel::start(entry e, uint64_t at, uint64_t now, bool in_gaps) {
   const uint64_t per_tlp = tlp_overhead_bytes(h);
   // A burst pays every one of its TLPs' framing, header and digest.
   const uint64_t tlp_bytes = payload + per_tlp * m.tlps;
-  uint64_t bytes = tlp_bytes;
-  uint64_t dllps_due = 0;
-  // ACK and UpdateFC DLLPs take 8 of every ack_limit (fc_limit) bytes of this direction's
-  // time, their own bytes included: the rate of the spec's tables, and pcie-bench's model.
-  uint64_t fresh = tlp_bytes;
-  while (fresh) {
-    const uint64_t dllps = due_dllps(m_ack_bytes, fresh, m_timing.ack_limit) +
-                           due_dllps(m_fc_bytes, fresh, m_timing.fc_limit);
-    fresh = dllps * pcie::dllp_bytes;
-    bytes += fresh;
-    dllps_due += dllps;
+  // TLP by TLP a TLP's DLLPs go right after it: those due before a burst's last TLP delay
+  // its start (and its sender's next hand-over); the rest follow it. Spread evenly, a
+  // burst's last TLP started up to a DLLP late
+  // (tests/data/generated/burst_dllps_before_the_last_tlp).
+  uint64_t head_dllps = 0;
+  if (m.tlps > 1) {
+    uint64_t ack = m_ack_bytes, fc = m_fc_bytes;
+    const bool uneven = payload && mm.last_bytes && uint64_t(mm.last_bytes) * m.tlps != payload;
+    const uint64_t last_bytes = uneven ? mm.last_bytes + per_tlp : tlp_bytes / m.tlps;
+    head_dllps = dllps_due_for(ack, fc, tlp_bytes - last_bytes, m_timing);
   }
+  const uint64_t dllps_due = dllps_due_for(m_ack_bytes, m_fc_bytes, tlp_bytes, m_timing);
+  const uint64_t bytes = tlp_bytes + dllps_due * pcie::dllp_bytes;
   uint64_t ser = uint64_t(bytes * m_ps_per_wire_byte + 0.5);
   uint64_t tlp_ser = uint64_t(tlp_bytes * m_ps_per_wire_byte + 0.5);
   // A burst's first TLP arrives after its own serialization time. Its DLLPs go between its
-  // TLPs, as they would TLP by TLP, so its last TLP is through once all the symbols are but
-  // that TLP's share of the DLLPs (which follow it); and it cannot leave before it is ready
-  // here (lag_ps after the first), so the burst may take longer than its symbols do. For a
-  // TLP (one TLP, no lag) this is just its serialization time.
+  // TLPs, as they would TLP by TLP, so its last TLP is through once the TLPs and the DLLPs
+  // due before it are (through_ser); and it cannot leave before it is ready here (lag_ps
+  // after the first), so the burst may take longer than its symbols do. For a TLP (one TLP,
+  // no lag) this is just its serialization time.
   // A burst's first and last TLPs are the size of the rest unless the transfer starts or
   // ends unaligned: a 65 B read's completions are 64 B and 1 B, and taking each as 32.5 B
   // let the first arrive early at every hop.
@@ -281,14 +297,15 @@ void link_channel::start(entry e, uint64_t at, uint64_t now, bool in_gaps) {
     return uint64_t((bytes + per_tlp) * m_ps_per_wire_byte + 0.5);
   };
   const uint64_t first_ser = end_ser(mm.first_bytes), last_ser = end_ser(mm.last_bytes);
-  const uint64_t last_dllps_ser = mm.tlps > 1 ? (ser - tlp_ser) / mm.tlps : ser - tlp_ser;
+  // The last TLP is through once every TLP and the DLLPs due before it are.
+  const uint64_t through_ser =
+      tlp_ser + uint64_t(head_dllps * pcie::dllp_bytes * m_ps_per_wire_byte + 0.5);
   // The lag runs from when the first TLP was ready here, not from when the burst starts: a
   // burst that waited in the queue has had its TLPs come in meanwhile. Counted from its
   // start, a 64 KiB burst forwarded from a Gen3 x4 link onto a Gen3 x8 one held the wire for
   // the x4 time again after waiting, and two such writers into one GPU got half of TLP
   // fidelity's bandwidth (tests/data/generated/burst_lag_elapsed_in_queue.yaml).
-  uint64_t tlps_end =
-      std::max(at + ser - last_dllps_ser, std::max(at, e.ready_ps + mm.lag_ps) + last_ser);
+  uint64_t tlps_end = std::max(at + through_ser, std::max(at, e.ready_ps + mm.lag_ps) + last_ser);
   // The pieces of a re-emitted TLP come in together: once the first of them is in, they go
   // one after another (spread evenly over the lag, only the last would have been left).
   if (mm.tail_tlps > 1 && mm.tail_tlps < mm.tlps) {
@@ -301,12 +318,15 @@ void link_channel::start(entry e, uint64_t at, uint64_t now, bool in_gaps) {
   if (!m_windows.empty())
     if (pcie::credit_window& w = m_windows[size_t(cls)]; w.limits()) {
       const uint64_t hold = m_receiver ? m_receiver->owner_least_hold_ps(gp) : 0;
-      tlps_end = std::max(tlps_end, w.place(at, mm.tlps, cost.data, ser / mm.tlps, e.ready_ps,
-                                            mm.lag_ps, mean_ser, hold) +
+      // Its TLPs start evenly from the first to the last (whose start the DLLPs due before
+      // it delay).
+      const uint64_t spacing = mm.tlps > 1 ? (through_ser - last_ser) / (mm.tlps - 1) : ser;
+      tlps_end = std::max(tlps_end, w.place(at, mm.tlps, cost.data, spacing, e.ready_ps, mm.lag_ps,
+                                            mean_ser, hold) +
                                         last_ser);
     }
   if (in_gaps || mm.tlps > 1) {
-    tlps_end = occupy_wire(gp, {at, at + first_ser, tlps_end, ser - last_dllps_ser, ser, queued},
+    tlps_end = occupy_wire(gp, {at, at + first_ser, tlps_end, through_ser, ser, queued},
                            tlps_end > arrived_end, in_gaps);
   } else {  // a TLP alone holds the wire for its symbols (DLLPs included) and leaves no gaps
     m_busy_until = std::max(at + ser, tlps_end);
