@@ -268,6 +268,12 @@ void link_channel::start(entry e, uint64_t at, uint64_t now, bool in_gaps) {
   const uint64_t per_tlp = tlp_overhead_bytes(h);
   // A burst pays every one of its TLPs' framing, header and digest.
   const uint64_t tlp_bytes = payload + per_tlp * m.tlps;
+  // A burst's first and last TLPs are the size of the rest unless the transfer starts or
+  // ends unaligned: a 65 B read's completions are 64 B and 1 B, and taking each as 32.5 B
+  // let the first arrive early at every hop.
+  auto own_size = [&](uint32_t bytes) {
+    return mm.tlps > 1 && payload && bytes && uint64_t(bytes) * mm.tlps != payload;
+  };
   // TLP by TLP a TLP's DLLPs go right after it: those due before a burst's last TLP delay
   // its start (and its sender's next hand-over); the rest follow it. Spread evenly, a
   // burst's last TLP started up to a DLLP late
@@ -275,8 +281,8 @@ void link_channel::start(entry e, uint64_t at, uint64_t now, bool in_gaps) {
   uint64_t head_dllps = 0;
   if (m.tlps > 1) {
     uint64_t ack = m_ack_bytes, fc = m_fc_bytes;
-    const bool uneven = payload && mm.last_bytes && uint64_t(mm.last_bytes) * m.tlps != payload;
-    const uint64_t last_bytes = uneven ? mm.last_bytes + per_tlp : tlp_bytes / m.tlps;
+    const uint64_t last_bytes =
+        own_size(mm.last_bytes) ? mm.last_bytes + per_tlp : tlp_bytes / m.tlps;
     head_dllps = dllps_due_for(ack, fc, tlp_bytes - last_bytes, m_timing);
   }
   const uint64_t dllps_due = dllps_due_for(m_ack_bytes, m_fc_bytes, tlp_bytes, m_timing);
@@ -288,12 +294,9 @@ void link_channel::start(entry e, uint64_t at, uint64_t now, bool in_gaps) {
   // due before it are (through_ser); and it cannot leave before it is ready here (lag_ps
   // after the first), so the burst may take longer than its symbols do. For a TLP (one TLP,
   // no lag) this is just its serialization time.
-  // A burst's first and last TLPs are the size of the rest unless the transfer starts or
-  // ends unaligned: a 65 B read's completions are 64 B and 1 B, and taking each as 32.5 B
-  // let the first arrive early at every hop.
   const uint64_t mean_ser = mm.tlps > 1 ? tlp_ser / mm.tlps : tlp_ser;
   auto end_ser = [&](uint32_t bytes) {
-    if (mm.tlps < 2 || !payload || !bytes || uint64_t(bytes) * mm.tlps == payload) return mean_ser;
+    if (!own_size(bytes)) return mean_ser;
     return uint64_t((bytes + per_tlp) * m_ps_per_wire_byte + 0.5);
   };
   const uint64_t first_ser = end_ser(mm.first_bytes), last_ser = end_ser(mm.last_bytes);
