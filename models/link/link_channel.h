@@ -17,6 +17,7 @@
 #include "models/pcie/credit_demand.h"
 #include "models/pcie/credit_window.h"
 #include "models/pcie/credits.h"
+#include "models/pcie/link_timing.h"
 #include "models/pcie/order_policy.h"
 #include "models/pcie/tlp.h"
 #include "models/transport/hop_interfaces.h"
@@ -168,7 +169,16 @@ class link_channel : public sc_core::sc_module,
   slot pick_explored(uint64_t now, uint64_t& wake_at, pcie::choice_source& choices);
   // Sends `e`, starting at `at` (now, or later when scheduled ahead; `in_gaps`: in the gaps
   // of the burst on the wire, burst_gaps.h).
-  void start(entry e, uint64_t at, uint64_t now, bool in_gaps = false);
+  // Inline: every TLP starts here, from both source files.
+  void start(const entry& e, uint64_t at, uint64_t now, bool in_gaps = false) {
+    if (e.cost.header <= 1 && !in_gaps && m_windows.empty() && transport::meta(*e.gp).tlps == 1)
+      start_tlp(e, at, now);
+    else
+      start_burst(e, at, now, in_gaps);
+  }
+  void start_tlp(const entry& e, uint64_t at, uint64_t now);  // one TLP, its wire not paced
+  // A burst, or any TLP where credits pace the wire (burst fidelity).
+  void start_burst(entry e, uint64_t at, uint64_t now, bool in_gaps);
   // Burst fidelity (link_channel_bursts.cpp): a transmission that started at `start_ps`
   // takes the wire until `end_ps` (its last TLP through; `paced`: held back by credits) while
   // its TLPs' symbols take `tlp_symbols_ps` and all its symbols `symbols_ps`. Sets when the
@@ -183,7 +193,13 @@ class link_channel : public sc_core::sc_module,
   // Starts the oldest TLP that may go now in the gaps of the burst on the wire; if none,
   // `wake` is when one might (no_wake: not before the wire is free).
   bool fill_gap(uint64_t now, uint64_t& wake);
-  uint64_t tlp_overhead_bytes(const pcie::tlp_header& h) const;    // framing, header, digest
+  // Framing, header and digest: what each TLP adds to its payload on the wire. Inline: it
+  // runs for every TLP on every link.
+  uint64_t tlp_overhead_bytes(const pcie::tlp_header& h) const {
+    if (!m_timing.pcie_framing) return m_timing.packet_overhead;
+    return pcie::framing_bytes + pcie::header_bytes(h.type, h.addr64()) +
+           (h.ecrc || m_timing.ecrc ? 4 : 0);  // the TLP's digest, or the one this link adds
+  }
   uint64_t tlp_wire_ps(const tlm::tlm_generic_payload& gp) const;  // per TLP of a burst
   // Burst fidelity (link_channel_bursts.cpp): how many of burst `e`'s TLPs, starting at `at`,
   // go before a TLP queued in another class would pass the rest of them (0: all of them go),

@@ -28,7 +28,7 @@ uint64_t link_channel::tlp_wire_ps(const tlm::tlm_generic_payload& gp) const {
 // (oldest first) sends a TLP queued in another class before it once that TLP is ready. A
 // burst of requests stands for such a run of TLPs: it goes up to the first of its TLPs that
 // a TLP queued in another class, ready and with its credits by then, would go before; the
-// rest waits, younger than what is queued now (start() queues it again). Without this a
+// rest waits, younger than what is queued now (start_burst() queues it again). Without this a
 // requester's burst of N requests would take the link for N TLPs where its TLPs would have
 // taken turns with the other class one by one: a device's reads passed the completions its
 // completer had queued (gen-154: 26% more bandwidth than TLP fidelity).
@@ -118,7 +118,7 @@ uint64_t link_channel::occupy_wire(const tlm::tlm_generic_payload& gp, const wir
   }
   m_busy_until = busy_end;
   const auto& m = transport::meta(gp);
-  m_gaps.until_ps = 0;  // a TLP alone leaves none (start() sees to one not in gaps itself)
+  m_gaps.until_ps = 0;  // a TLP alone leaves none (start_burst() sees to one not in gaps itself)
   if (m.tlps < 2) return tlps_end;
   m_gaps = burst_gaps::of(use.start_ps, use.first_ps, tlps_end, use.symbols_ps, m.tlps);
   if (m_gaps.until_ps) {

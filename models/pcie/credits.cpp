@@ -69,12 +69,6 @@ bool credit_gate::can_start_burst(fc_class c, credit_cost cost) const {
   return (p.inf_header || p.header + cost.header > 0) && (p.inf_data || p.data + cost.data > 0);
 }
 
-void credit_gate::consume(fc_class c, credit_cost cost) {
-  pool& p = m_avail[int(c)];
-  if (!p.inf_header) p.header -= cost.header;
-  if (!p.inf_data) p.data -= cost.data;
-}
-
 void credit_gate::schedule_return(fc_class c, credit_cost cost, time_ps arrival) {
   insert(pending_return{arrival, cost, c});
 }

@@ -55,7 +55,11 @@ class credit_gate {
   // advertised buffer (available + cost > 0): a receiver holds two bursts at a time, double
   // buffering at burst granularity. consume() then takes the pool below zero.
   bool can_start_burst(fc_class c, credit_cost cost) const;
-  void consume(fc_class c, credit_cost cost);
+  void consume(fc_class c, credit_cost cost) {  // every TLP: inline
+    pool& p = m_avail[int(c)];
+    if (!p.inf_header) p.header -= cost.header;
+    if (!p.inf_data) p.data -= cost.data;
+  }
   // The receiver freed `cost` of class `c`; the transmitter sees it at `arrival`.
   void schedule_return(fc_class c, credit_cost cost, time_ps arrival);
   // The same, `tlps` TLPs' worth coming back evenly, the first at `arrival` and the last

@@ -119,10 +119,10 @@ struct tlp_meta {
   uint64_t tail_spread_ps = 0;
   // Burst fidelity: the first link a request burst takes tells its sender of the departure
   // when the burst's last TLP starts (TLP by TLP, the sender hands over its next TLP then),
-  // or the link sent the first TLPs ahead of the rest (link_channel start()); either way the
+  // or the link sent the first TLPs ahead of the rest (link_channel::start_burst()); either way the
   // burst began to leave at `first_start_ps`.
   bool told_at_last_start = false;
-  // Burst fidelity: a forwarded burst that a link cut (link_channel start()): its sender, a
+  // Burst fidelity: a forwarded burst that a link cut (link_channel::start_burst()): its sender, a
   // switch or root complex, was told of its departure when its first TLP started, as for a
   // burst not cut, so the rest queued again does not tell it a second time (its ingress
   // buffer, and the credits the whole burst took, would be freed twice).
