@@ -50,6 +50,11 @@ void link_channel::set_sender(const transport::pcie_port& sender) {
   m_requester_feed = !sender.owner_forwards_bursts();
 }
 
+void link_channel::set_receiver(const transport::pcie_port& receiver) {
+  m_receiver = &receiver;
+  m_credits.set_receiver_frees_bursts_whole(!receiver.owner_forwards_bursts());
+}
+
 uint64_t link_channel::serialization_ps(const pcie::tlp_header& h) const {
   uint32_t payload = pcie::has_data(h.type) ? h.length : 0;
   uint64_t bytes = m_timing.pcie_framing ? pcie::wire_bytes(h) : payload + m_timing.packet_overhead;

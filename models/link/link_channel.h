@@ -136,7 +136,7 @@ class link_channel : public sc_core::sc_module,
   // ahead (models/transport/lookahead.h).
   void set_sender(const transport::pcie_port& sender);
   // The port it delivers to.
-  void set_receiver(const transport::pcie_port& receiver) { m_receiver = &receiver; }
+  void set_receiver(const transport::pcie_port& receiver);
   // The link's promise (lookahead.h): whether every TLP (of `which`) not on the wire yet
   // reaches the receiving port no sooner than `t`. The queued ones start no sooner than
   // they are ready; for those still to come the sender must promise in turn.

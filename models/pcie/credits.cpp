@@ -54,19 +54,32 @@ credit_cost credit_gate::still_to_come(const spread_return& r, uint32_t k) {
   return {to.header - had.header, to.data - had.data};
 }
 
-bool credit_gate::can_start_burst(fc_class c, credit_cost cost) const {
+bool credit_gate::two_fit(fc_class c, credit_cost cost) const {
   const pool& p = m_avail[int(c)];
   const credit_balance limit = limits_of(c);
+  return (p.inf_header || 2 * uint64_t(cost.header) <= uint64_t(limit.header)) &&
+         (p.inf_data || 2 * uint64_t(cost.data) <= uint64_t(limit.data));
+}
+
+bool credit_gate::can_start_burst(fc_class c, credit_cost cost) const {
+  const pool& p = m_avail[int(c)];
+  const bool within_one_burst =
+      (p.inf_header || p.header + cost.header > 0) && (p.inf_data || p.data + cost.data > 0);
   // Two such bursts fit the advertised buffer: the sender keeps two in flight without going
   // beyond it (a receiver that frees a burst only once all of it is in still gets the next
   // while it does), so the burst starts as its first TLP would, once that has its credits.
-  const bool two_fit = (p.inf_header || 2 * uint64_t(cost.header) <= uint64_t(limit.header)) &&
-                       (p.inf_data || 2 * uint64_t(cost.data) <= uint64_t(limit.data));
-  if (two_fit || cost.header <= 1) {  // a burst of one TLP is that TLP
+  if (two_fit(c, cost) || cost.header <= 1) {  // a burst of one TLP is that TLP
     const uint32_t tlps = std::max(1u, cost.header);
-    return can_send(c, credit_cost{1, (cost.data + tlps - 1) / tlps});
+    if (can_send(c, credit_cost{1, (cost.data + tlps - 1) / tlps})) return true;
+    // But after a larger burst, which ran ahead of its credits (below), into a receiver that
+    // frees a burst only once all of it is in, the pool is short by that burst's credits,
+    // which TLP by TLP come back one by one as its TLPs come in (a switch or root complex
+    // frees a burst TLP by TLP as they leave): the burst after it takes the same slack (seed
+    // 3577: a 32-TLP burst after 64-TLP ones into 64 header credits waited for the last
+    // one's whole return, 34 ns, where TLP by TLP its first TLP found credits).
+    return m_frees_whole && p.after_large_burst && cost.header > 1 && within_one_burst;
   }
-  return (p.inf_header || p.header + cost.header > 0) && (p.inf_data || p.data + cost.data > 0);
+  return within_one_burst;
 }
 
 void credit_gate::schedule_return(fc_class c, credit_cost cost, time_ps arrival) {

@@ -55,8 +55,13 @@ class credit_gate {
   // advertised buffer (available + cost > 0): a receiver holds two bursts at a time, double
   // buffering at burst granularity. consume() then takes the pool below zero.
   bool can_start_burst(fc_class c, credit_cost cost) const;
+  // The receiver frees a burst whole once all of it is in (an endpoint), not TLP by TLP as
+  // its TLPs leave (a switch or root complex): can_start_burst gives the burst after a larger
+  // one that burst's slack.
+  void set_receiver_frees_bursts_whole(bool whole) { m_frees_whole = whole; }
   void consume(fc_class c, credit_cost cost) {  // every TLP: inline
     pool& p = m_avail[int(c)];
+    if (cost.header > 1) p.after_large_burst = !two_fit(c, cost);
     if (!p.inf_header) p.header -= cost.header;
     if (!p.inf_data) p.data -= cost.data;
   }
@@ -81,9 +86,12 @@ class credit_gate {
   struct pool {
     int64_t header = 0, data = 0;  // below zero only after a burst
     bool inf_header = false, inf_data = false;
+    // The last burst was larger than half the advertised buffer (can_start_burst).
+    bool after_large_burst = false;
   };
   void absorb(time_ps now);
-  credit_balance limits_of(fc_class c) const;  // advertised (0: infinite)
+  bool two_fit(fc_class c, credit_cost cost) const;  // two bursts of `cost` fit the buffer
+  credit_balance limits_of(fc_class c) const;        // advertised (0: infinite)
   // Credits on their way back, arriving at `arrival`: a TLP's (every return at TLP
   // fidelity), or a burst's freed whole.
   struct pending_return {
@@ -107,6 +115,7 @@ class credit_gate {
   void insert(spread_return r);
   static constexpr time_ps no_return = ~time_ps(0);
   std::array<pool, fc_class_count> m_avail;
+  bool m_frees_whole = false;
   credit_limits m_limits;
   // By arrival. A receiver frees buffers nearly in the order it got them, so a return almost
   // always goes at the back: a sorted ring beats a heap on this per-TLP path. Credits add up

@@ -231,6 +231,47 @@ TEST_CASE("credits: a burst of at most half the buffer waits for its first TLP's
   CHECK_FALSE(h.can_start_burst(fc_class::posted, credit_cost{32, 512}));
 }
 
+// docs/architecture.md, "Flow control"; tests/data/generated/burst_after_a_larger_burst.
+TEST_CASE("credits: right after a larger burst, a burst within half the buffer takes its slack",
+          "[pcie][credits][burst]") {
+  credit_limits l;
+  l.ph = 64;
+  l.pd = 0;  // data infinite: headers decide
+  credit_gate g(l);
+  g.set_receiver_frees_bursts_whole(true);  // an endpoint
+  const credit_cost large{64, 256}, half{32, 128};
+  g.consume(fc_class::posted, large);
+  g.consume(fc_class::posted, large);  // double buffered: 64 owed beyond the buffer
+  g.schedule_return(fc_class::posted, large, 100);
+  g.advance(100);
+  REQUIRE(g.header_available(fc_class::posted) == 0);
+  // Its first TLP finds no credits, but the last burst, larger than half the buffer, is
+  // freed whole: the half-buffer burst may owe less than itself beyond it.
+  CHECK_FALSE(g.can_send(fc_class::posted, credit_cost{1, 4}));
+  CHECK(g.can_start_burst(fc_class::posted, half));
+  g.consume(fc_class::posted, half);
+  // After it, the next half-buffer burst waits for its first TLP's credits again.
+  CHECK_FALSE(g.can_start_burst(fc_class::posted, half));
+  g.schedule_return(fc_class::posted, large, 200);
+  g.advance(200);
+  CHECK(g.can_start_burst(fc_class::posted, half));
+  // A TLP alone never takes the slack: it is one TLP, with or without a larger burst before.
+  credit_gate h(l);
+  h.set_receiver_frees_bursts_whole(true);
+  h.consume(fc_class::posted, large);
+  h.consume(fc_class::posted, large);
+  h.schedule_return(fc_class::posted, large, 100);
+  h.advance(100);
+  CHECK_FALSE(h.can_start_burst(fc_class::posted, credit_cost{1, 4}));
+  // A switch or root complex frees a burst TLP by TLP as its TLPs leave: no slack.
+  credit_gate s(l);
+  s.consume(fc_class::posted, large);
+  s.consume(fc_class::posted, large);
+  s.schedule_return(fc_class::posted, large, 100);
+  s.advance(100);
+  CHECK_FALSE(s.can_start_burst(fc_class::posted, half));
+}
+
 TEST_CASE("credits: a burst of one TLP waits for that TLP's credits", "[pcie][credits][burst]") {
   credit_limits l;
   l.ph = 21;
