@@ -237,13 +237,19 @@ TEST_CASE("credits: right after a larger burst, a burst within half the buffer t
   credit_limits l;
   l.ph = 64;
   l.pd = 0;  // data infinite: headers decide
-  credit_gate g(l);
-  g.set_receiver_frees_bursts_whole(true);  // an endpoint
   const credit_cost large{64, 256}, half{32, 128};
-  g.consume(fc_class::posted, large);
-  g.consume(fc_class::posted, large);  // double buffered: 64 owed beyond the buffer
-  g.schedule_return(fc_class::posted, large, 100);
-  g.advance(100);
+  // Two bursts larger than half the buffer (double buffered: 64 owed beyond it), the first
+  // returned: nothing free, the second's credits still to come whole.
+  auto after_two_large = [&](bool frees_whole) {
+    credit_gate g(l);
+    g.set_receiver_frees_bursts_whole(frees_whole);
+    g.consume(fc_class::posted, large);
+    g.consume(fc_class::posted, large);
+    g.schedule_return(fc_class::posted, large, 100);
+    g.advance(100);
+    return g;
+  };
+  credit_gate g = after_two_large(true);  // an endpoint
   REQUIRE(g.header_available(fc_class::posted) == 0);
   // Its first TLP finds no credits, but the last burst, larger than half the buffer, is
   // freed whole: the half-buffer burst may owe less than itself beyond it.
@@ -256,20 +262,9 @@ TEST_CASE("credits: right after a larger burst, a burst within half the buffer t
   g.advance(200);
   CHECK(g.can_start_burst(fc_class::posted, half));
   // A TLP alone never takes the slack: it is one TLP, with or without a larger burst before.
-  credit_gate h(l);
-  h.set_receiver_frees_bursts_whole(true);
-  h.consume(fc_class::posted, large);
-  h.consume(fc_class::posted, large);
-  h.schedule_return(fc_class::posted, large, 100);
-  h.advance(100);
-  CHECK_FALSE(h.can_start_burst(fc_class::posted, credit_cost{1, 4}));
+  CHECK_FALSE(after_two_large(true).can_start_burst(fc_class::posted, credit_cost{1, 4}));
   // A switch or root complex frees a burst TLP by TLP as its TLPs leave: no slack.
-  credit_gate s(l);
-  s.consume(fc_class::posted, large);
-  s.consume(fc_class::posted, large);
-  s.schedule_return(fc_class::posted, large, 100);
-  s.advance(100);
-  CHECK_FALSE(s.can_start_burst(fc_class::posted, half));
+  CHECK_FALSE(after_two_large(false).can_start_burst(fc_class::posted, half));
 }
 
 TEST_CASE("credits: a burst of one TLP waits for that TLP's credits", "[pcie][credits][burst]") {
