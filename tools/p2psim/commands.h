@@ -83,6 +83,12 @@ struct generate_args {
   std::string output = ".";
 };
 
+struct validate_args {
+  std::string table;  // empty: the source tree's scenarios/validation/measurements.yaml
+  std::string rows;   // "id,id"; empty: every row
+  std::string json;
+};
+
 struct plot_args {
   std::string csv, x, y, by, title, output;
   std::vector<std::string> where;
@@ -105,6 +111,8 @@ void add_topo(CLI::App& app, topo_args& a);
 void add_params(CLI::App& app, params_args& a);
 void add_generate(CLI::App& app, generate_args& a);
 int generate_command(const generate_args& a);
+void add_validate(CLI::App& app, validate_args& a);
+int validate_command(const validate_args& a, const char* argv0);
 int params_command(const params_args& a);
 int run_command(const run_args& a, const char* argv0);
 int topo_command(const topo_args& a);

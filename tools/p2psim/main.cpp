@@ -23,6 +23,7 @@ int sc_main(int argc, char* argv[]) {
   p2psim::cli::bench_args bench;
   p2psim::cli::params_args params;
   p2psim::cli::generate_args generate;
+  p2psim::cli::validate_args validate;
   p2psim::cli::add_run(app, run);
   p2psim::cli::add_topo(app, topo);
   p2psim::cli::add_litmus(app, litmus);
@@ -32,6 +33,7 @@ int sc_main(int argc, char* argv[]) {
   p2psim::cli::add_bench(app, bench);
   p2psim::cli::add_params(app, params);
   p2psim::cli::add_generate(app, generate);
+  p2psim::cli::add_validate(app, validate);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -48,6 +50,7 @@ int sc_main(int argc, char* argv[]) {
     if (app.got_subcommand("bench")) return p2psim::cli::bench_command(bench, argv[0]);
     if (app.got_subcommand("params")) return p2psim::cli::params_command(params);
     if (app.got_subcommand("generate")) return p2psim::cli::generate_command(generate);
+    if (app.got_subcommand("validate")) return p2psim::cli::validate_command(validate, argv[0]);
   } catch (const p2psim::config::error& e) {
     std::cerr << e.what() << "\n";
     return 2;

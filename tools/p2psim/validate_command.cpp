@@ -1,0 +1,143 @@
+// p2psim validate: runs each row of the table of published hardware measurements
+// (scenarios/validation/measurements.yaml) as a `p2psim run` child process, compares the
+// row's figure with the measured one, and prints the errors by row and by class, as text
+// and JSON. Exit 0 when the median error is within 5% and every row within 15%, 1 when
+// not, 2 for bad input (the table at file:line, an option).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/config/error.h"
+#include "sim/validate/measurement_table.h"
+#include "sim/validate/validation_report.h"
+#include "tools/p2psim/commands.h"
+
+namespace p2psim::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void add_validate(CLI::App& app, validate_args& a) {
+  auto* c = app.add_subcommand("validate",
+                               "Compare p2psim with published hardware measurements, row by row");
+  c->add_option("--table", a.table,
+                "The table of measurements (default: the source tree's "
+                "scenarios/validation/measurements.yaml)");
+  c->add_option("--rows", a.rows, "Only these rows, by id, e.g. h200_h2d_256mib,snb_read_64b");
+  c->add_option("--json", a.json, "Write rows, errors and summary as JSON to this file");
+}
+
+namespace {
+
+[[noreturn]] void bad_option(const std::string& key, const std::string& message) {
+  throw config::error(config::source_loc{}, key, message);
+}
+
+// The rows --rows names, in table order; an id the table lacks is bad input.
+std::vector<const validate::measurement*> chosen_rows(const std::vector<validate::measurement>& t,
+                                                      const std::string& ids) {
+  std::vector<const validate::measurement*> rows;
+  std::set<std::string> wanted;
+  std::stringstream list(ids);
+  for (std::string id; std::getline(list, id, ',');)
+    if (!id.empty()) wanted.insert(id);
+  const bool all = wanted.empty();
+  for (const auto& m : t)
+    if (all || wanted.erase(m.id)) rows.push_back(&m);
+  if (!wanted.empty())
+    bad_option("--rows", fmt::format("no row '{}' in the table", *wanted.begin()));
+  return rows;
+}
+
+// The last line of a child's output that says what went wrong.
+std::string failure_of(const std::string& log) {
+  std::ifstream f(log);
+  std::string line, last;
+  while (std::getline(f, line))
+    if (!line.empty()) last = line;
+  return last;
+}
+
+// The row's figure in a run's JSON: its transfer's bandwidth or time in ns; "a+b": the
+// bandwidths of transfers that ran together, summed (both directions of a link).
+std::optional<double> figure_of(const json& run, const validate::measurement& m) {
+  double sum = 0;
+  std::stringstream names(m.transfer);
+  for (std::string name; std::getline(names, name, '+');) {
+    const json* found = nullptr;
+    for (const json& t : run.at("bandwidth"))
+      if (t.at("transfer") == name) found = &t;
+    if (!found) return std::nullopt;
+    sum += m.what == validate::figure::bandwidth ? found->at("gbps").get<double>()
+                                                 : found->at("seconds").get<double>() * 1e9;
+  }
+  return sum;
+}
+
+validate::row_result run_row(const validate::measurement& m, const fs::path& tmp,
+                             const char* argv0) {
+  validate::row_result r;
+  r.row = &m;
+  const std::string stem = (tmp / m.id).string();
+  std::vector<std::string> args = {argv0, "run", m.scenario, "--json", stem + ".json"};
+  for (const auto& s : m.sets) args.insert(args.end(), {"--set", s});
+  std::cerr << "p2psim validate: " << m.id << "\n";
+  const pid_t pid = start_self(args, stem + ".log");
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (code != 0) {
+    r.failure = fmt::format("p2psim run exited {}: {}", code, failure_of(stem + ".log"));
+    return r;
+  }
+  std::ifstream f(stem + ".json");
+  r.simulated = figure_of(json::parse(f), m);
+  if (!r.simulated)
+    r.failure =
+        fmt::format("the run has no transfer '{}' (table row at {})", m.transfer, m.loc.str());
+  else
+    r.error = validate::relative_error(m.measured, *r.simulated);
+  return r;
+}
+
+}  // namespace
+
+int validate_command(const validate_args& a, const char* argv0) {
+  const std::string table =
+      a.table.empty() ? std::string(P2PSIM_SOURCE_DIR "/scenarios/validation/measurements.yaml")
+                      : a.table;
+  const std::vector<validate::measurement> rows = validate::load_table(table);
+  const auto chosen = chosen_rows(rows, a.rows);
+  if (!a.json.empty()) {  // found now, not after every run
+    const fs::path folder = fs::path(a.json).parent_path();
+    std::error_code ec;
+    if (!folder.empty() && !fs::is_directory(folder, ec))
+      bad_option("--json", "no folder " + folder.string() + " to write " + a.json + " in");
+  }
+  const fs::path tmp = fs::temp_directory_path() / fmt::format("p2psim-validate-{}", getpid());
+  fs::create_directories(tmp);
+  std::vector<validate::row_result> results;
+  for (const validate::measurement* m : chosen) results.push_back(run_row(*m, tmp, argv0));
+  fs::remove_all(tmp);
+  const validate::validation_summary s = validate::summarize(results);
+  std::cout << fmt::format("p2psim validate: {} rows of {}\n\n", results.size(), table)
+            << validate::text_report(results, s);
+  if (!a.json.empty()) {
+    std::ofstream out(a.json);
+    json j = validate::json_report(results, s);
+    j["table"] = table;
+    out << j.dump(2) << "\n";
+    if (!out) bad_option("--json", "could not write " + a.json);
+  }
+  return s.passed ? 0 : 1;
+}
+
+}  // namespace p2psim::cli
