@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "models/pcie/link_timing.h"
 #include "tests/cli/cli_harness.h"
@@ -11,10 +13,13 @@
 using p2psim::test::run_cli;
 
 namespace {
-nlohmann::json run(const std::string& scenario, const std::string& fidelity) {
+// `set`: a --set item, or "".
+nlohmann::json run(const std::string& scenario, const std::string& fidelity,
+                   const std::string& set = "") {
   const std::string file = std::string(P2PSIM_BUILD_DIR) + "/burst_" + fidelity + "_" +
-                           std::to_string(std::hash<std::string>()(scenario)) + ".json";
-  auto r = run_cli("run " + scenario + " --fidelity " + fidelity + " --json " + file);
+                           std::to_string(std::hash<std::string>()(scenario + set)) + ".json";
+  auto r = run_cli("run " + scenario + " --fidelity " + fidelity + " --json " + file +
+                   (set.empty() ? "" : " --set " + set));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   std::ifstream f(file);
@@ -60,25 +65,41 @@ TEST_CASE("burst fidelity: forwarded bursts take turns with other classes on a b
   // write or read-request burst goes only up to its first TLP that came into the switch after
   // a TLP of another class queued there, and its lag runs from when its first TLP was ready
   // there (docs/architecture.md, "Taking turns with other classes", "Pipelining"). Before
-  // both, the streams were 2.03% off TLP fidelity on average and up to 6.19%; now 1.19% and
-  // up to 2.92% (with a switch freeing a forwarded burst TLP by TLP, "Flow control"); with
-  // bursts paced by credits 0.94% and up to 3.03%, with gaps ("Gaps") 1.03% and up to 3.16%.
-  // Per stream this is not yet the 1% of the rest (168 of the 256 are within it).
+  // both, the streams were 2.03% off TLP fidelity on average and up to 6.19%.
+  //
+  // Which burst goes first where many meet turns on picoseconds: moving one switch's latency
+  // by 1 ps moves TLP fidelity's figures by 0.006% at most on average, but burst fidelity's by
+  // up to 1.7%, and the gap between them from 0.64% to 1.62% on average and 2.1% to 5.1% at
+  // worst (docs/architecture.md, "Burst fidelity on a busy machine"). One run is one draw of
+  // that: the figures are averaged over the machine as it is and four 1-ps variants of it
+  // (1.03% and 3.34% when this was written). Per stream this is not yet the 1% of the rest.
   const std::string scenario = "tests/data/scenarios/scale_16gpu_eighth.yaml";
-  const auto tlp = run(scenario, "tlp");
-  const auto burst = run(scenario, "burst");
-  REQUIRE(tlp["bandwidth"].size() == 256);
-  REQUIRE(burst["bandwidth"].size() == 256);
-  double sum = 0, worst = 0;
-  for (size_t i = 0; i < 256; ++i) {
-    const double t = tlp["bandwidth"][i]["gbps"], b = burst["bandwidth"][i]["gbps"];
-    const double gap = std::abs(b - t) / t;
-    sum += gap;
-    worst = std::max(worst, gap);
+  const std::vector<std::string> variants = {
+      "", "switch.sw3.latency=110.001ns", "switch.sw3.latency=109.999ns",
+      "switch.sw0.latency=110.001ns", "switch.sw5.latency=109.999ns"};
+  double mean_sum = 0, worst_sum = 0;
+  for (const std::string& v : variants) {
+    const auto tlp = run(scenario, "tlp", v);
+    const auto burst = run(scenario, "burst", v);
+    REQUIRE(tlp["bandwidth"].size() == 256);
+    REQUIRE(burst["bandwidth"].size() == 256);
+    double sum = 0, worst = 0;
+    for (size_t i = 0; i < 256; ++i) {
+      const double t = tlp["bandwidth"][i]["gbps"], b = burst["bandwidth"][i]["gbps"];
+      CHECK(burst["bandwidth"][i]["mismatched_bytes"] == 0);
+      const double gap = std::abs(b - t) / t;
+      sum += gap;
+      worst = std::max(worst, gap);
+    }
+    UNSCOPED_INFO((v.empty() ? "as it is" : v)
+                  << ": mean gap " << sum / 256 * 100 << "%, worst " << worst * 100 << "%");
+    mean_sum += sum / 256;
+    worst_sum += worst;
   }
-  INFO("mean gap " << sum / 256 * 100 << "%, worst " << worst * 100 << "%");
-  CHECK(sum / 256 < 0.015);
-  CHECK(worst < 0.035);
+  const double n = double(variants.size());
+  INFO("averaged: mean gap " << mean_sum / n * 100 << "%, worst " << worst_sum / n * 100 << "%");
+  CHECK(mean_sum / n < 0.015);
+  CHECK(worst_sum / n < 0.035);
 }
 
 TEST_CASE("burst fidelity: a burst that waited in a queue has had its TLPs come in meanwhile",
