@@ -10,6 +10,7 @@
 
 #include "tests/cli/cli_harness.h"
 
+using p2psim::test::read_json;
 using p2psim::test::run_cli;
 
 namespace {
@@ -55,11 +56,6 @@ expectation expected() {
   for (uint64_t size = 256 * MiB; size <= topology_bar1 && !e.bar1; size *= 2)
     if (size >= e.peak_used) e.bar1 = size;
   return e;
-}
-
-nlohmann::json read_json(const std::string& file) {
-  std::ifstream f(file);
-  return nlohmann::json::parse(f);
 }
 
 }  // namespace

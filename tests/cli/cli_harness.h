@@ -6,9 +6,12 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace p2psim::test {
 
@@ -23,6 +26,19 @@ inline std::string read_text(const std::string& path) {
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
+}
+
+// A path for an output file in the build tree, with no file there yet.
+inline std::string in_build(const std::string& name) {
+  const std::filesystem::path p = std::filesystem::path(P2PSIM_BUILD_DIR) / name;
+  std::filesystem::remove(p);
+  return p.string();
+}
+
+// A JSON file a command wrote.
+inline nlohmann::json read_json(const std::string& file) {
+  std::ifstream f(file);
+  return nlohmann::json::parse(f);
 }
 
 // With `timeout_seconds`, timeout(1) ends the command after that long (exit code 124), so a

@@ -12,21 +12,12 @@
 #include "tests/cli/cli_harness.h"
 
 using nlohmann::json;
+using p2psim::test::in_build;
+using p2psim::test::read_json;
 using p2psim::test::run_cli;
 namespace fs = std::filesystem;
 
 namespace {
-std::string in_build(const std::string& name) {
-  fs::path p = fs::path(P2PSIM_BUILD_DIR) / name;
-  fs::remove(p);
-  return p.string();
-}
-
-json read_json(const std::string& file) {
-  std::ifstream f(file);
-  return json::parse(f);
-}
-
 // The error against the nearest end of the measured range, recomputed from the JSON.
 double error_of(const json& row) {
   const double sim = row["simulated"], low = row["measured"]["low"], high = row["measured"]["high"];
