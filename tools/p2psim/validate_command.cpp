@@ -1,14 +1,15 @@
-// p2psim validate: runs each row of the table of published hardware measurements
-// (scenarios/validation/measurements.yaml) as a `p2psim run` child process, compares the
-// row's figure with the measured one, and prints the errors by row and by class, as text
-// and JSON. Exit 0 when the median error is within 5% and every row within 15%, 1 when
-// not, 2 for bad input (the table at file:line, an option).
+// p2psim validate: runs the scenario of each row of the table of published hardware
+// measurements (scenarios/validation/measurements.yaml) in a `p2psim run` child process (once
+// for rows that share it), compares the row's figure with the measured one, and prints the
+// errors by row and by class, as text and JSON. Exit 0 when the median error is within 5% and
+// every row within 15%, 1 when not, 2 for bad input (the table at file:line, an option).
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -82,31 +83,57 @@ std::optional<double> figure_of(const json& run, const validate::measurement& m)
   return sum;
 }
 
-validate::row_result run_row(const validate::measurement& m, const fs::path& tmp,
-                             const char* argv0) {
-  validate::row_result r;
-  r.row = &m;
-  const std::string stem = (tmp / m.id).string();
-  std::vector<std::string> args = {argv0, "run", m.scenario, "--json", stem + ".json"};
-  for (const auto& s : m.sets) args.insert(args.end(), {"--set", s});
-  std::cerr << "p2psim validate: " << m.id << "\n";
-  const pid_t pid = start_self(args, stem + ".log");
-  int status = 0;
-  waitpid(pid, &status, 0);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (code != 0) {
-    r.failure = fmt::format("p2psim run exited {}: {}", code, failure_of(stem + ".log"));
+// Runs each scenario with its --set items once: rows that read other transfers of the same
+// run share it.
+class row_runner {
+ public:
+  row_runner(const fs::path& tmp, const char* argv0) : m_tmp(tmp), m_argv0(argv0) {}
+
+  validate::row_result run(const validate::measurement& m) {
+    validate::row_result r;
+    r.row = &m;
+    std::cerr << "p2psim validate: " << m.id << "\n";
+    const json& run = run_of(m);
+    if (run.contains("failure")) {
+      r.failure = run["failure"];
+      return r;
+    }
+    r.simulated = figure_of(run, m);
+    if (!r.simulated)
+      r.failure =
+          fmt::format("the run has no transfer '{}' (table row at {})", m.transfer, m.loc.str());
+    else
+      r.error = validate::relative_error(m.measured, *r.simulated);
     return r;
   }
-  std::ifstream f(stem + ".json");
-  r.simulated = figure_of(json::parse(f), m);
-  if (!r.simulated)
-    r.failure =
-        fmt::format("the run has no transfer '{}' (table row at {})", m.transfer, m.loc.str());
-  else
-    r.error = validate::relative_error(m.measured, *r.simulated);
-  return r;
-}
+
+ private:
+  // The run's JSON, or {"failure": why} when it failed.
+  const json& run_of(const validate::measurement& m) {
+    std::vector<std::string> args = {m_argv0, "run", m.scenario};
+    for (const auto& s : m.sets) args.insert(args.end(), {"--set", s});
+    auto [it, fresh] = m_runs.try_emplace(args);
+    if (!fresh) return it->second;
+    const std::string stem = (m_tmp / m.id).string();
+    args.insert(args.end(), {"--json", stem + ".json"});
+    const pid_t pid = start_self(args, stem + ".log");
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code != 0) {
+      it->second = {
+          {"failure", fmt::format("p2psim run exited {}: {}", code, failure_of(stem + ".log"))}};
+    } else {
+      std::ifstream f(stem + ".json");
+      it->second = json::parse(f);
+    }
+    return it->second;
+  }
+
+  fs::path m_tmp;
+  std::string m_argv0;
+  std::map<std::vector<std::string>, json> m_runs;
+};
 
 }  // namespace
 
@@ -125,7 +152,8 @@ int validate_command(const validate_args& a, const char* argv0) {
   const fs::path tmp = fs::temp_directory_path() / fmt::format("p2psim-validate-{}", getpid());
   fs::create_directories(tmp);
   std::vector<validate::row_result> results;
-  for (const validate::measurement* m : chosen) results.push_back(run_row(*m, tmp, argv0));
+  row_runner runner(tmp, argv0);
+  for (const validate::measurement* m : chosen) results.push_back(runner.run(*m));
   fs::remove_all(tmp);
   const validate::validation_summary s = validate::summarize(results);
   std::cout << fmt::format("p2psim validate: {} rows of {}\n\n", results.size(), table)
