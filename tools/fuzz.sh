@@ -3,13 +3,13 @@
 # repository's own inputs, for FUZZ_SECONDS (default 60). Prints executions and crashes per
 # target and exits 1 if any target found a crash, a sanitizer report, a timeout or an
 # out-of-memory; the input that did it is kept in BUILD/findings/.
-# Usage: tools/fuzz.sh BUILD_DIR [TARGET...]   (targets: topology scenario litmus nccl driver)
+# Usage: tools/fuzz.sh BUILD_DIR [TARGET...]   (targets: topology scenario litmus nccl smi driver)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: tools/fuzz.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(topology scenario litmus nccl driver)
+[ ${#targets[@]} -eq 0 ] && targets=(topology scenario litmus nccl smi driver)
 seconds=${FUZZ_SECONDS:-60}
 
 # Seeds: every input of that kind the repository has, good and bad.
@@ -23,6 +23,8 @@ seeds() {
     litmus)   ls scenarios/litmus/*.yaml tests/data/litmus/*.yaml
               grep -l '^# expect: litmus' tests/corpus/bad/*.yaml ;;
     nccl)     ls tests/data/nccl/*.xml tests/corpus/bad/*.xml ;;
+    smi)      ls tests/data/nvidia_smi/*.txt tests/data/hw_probe/*/*/topo-m.txt \
+                 tests/corpus/bad/nvidia_smi_*.txt ;;
   esac 2>/dev/null
 }
 
@@ -36,7 +38,7 @@ for t in "${targets[@]}"; do
   dict=()
   max_len=16384
   case "$t" in
-    nccl) ;;
+    nccl | smi) ;;
     driver) max_len=4096 ;;  # 255 commands of 16 bytes: sequences longer than the property test's
     *) dict=(-dict=tests/fuzz/yaml.dict) ;;
   esac

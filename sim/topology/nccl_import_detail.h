@@ -1,8 +1,10 @@
 // Internal to the NCCL import: what the walk over the XML found, handed to the YAML writer.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/topology/nccl_import.h"
@@ -38,7 +40,14 @@ struct nccl_tree {
 
 std::string write_nccl_yaml(const nccl_tree& tree);
 
-// YAML comments are one line: keeps what an XML attribute may smuggle in out of them.
+// Shared by the importers (NCCL XML, nvidia-smi text) that write topology files.
+// YAML comments are one line: keeps what an imported field may smuggle in out of them.
 std::string one_line(std::string_view s);
+// A double-quoted YAML scalar.
+std::string yaml_quoted(std::string_view s);
+// Interconnects named as the vendors call them: qpi, upi or xgmi after the socket's preset.
+std::string interconnect_prefix(const std::string& preset);
+// Lines of a list (text, comment) with their comments lined up.
+void write_block(std::ostream& os, const std::vector<std::pair<std::string, std::string>>& rows);
 
 }  // namespace p2psim::topo::detail

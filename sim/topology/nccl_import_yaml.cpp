@@ -11,8 +11,6 @@
 
 namespace p2psim::topo::detail {
 
-namespace {
-
 std::string yaml_quoted(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
@@ -22,15 +20,13 @@ std::string yaml_quoted(std::string_view s) {
   return out + "\"";
 }
 
-// Interconnects named as the vendors call them.
-std::string link_prefix(const std::string& preset) {
+std::string interconnect_prefix(const std::string& preset) {
   if (preset == "sandy_bridge_ep" || preset == "ivy_bridge_ep") return "qpi";
   if (preset == "epyc_turin") return "xgmi";
   return "upi";
 }
 
-// Lines of a list with their comments lined up.
-void block(std::ostringstream& os, const std::vector<std::pair<std::string, std::string>>& rows) {
+void write_block(std::ostream& os, const std::vector<std::pair<std::string, std::string>>& rows) {
   size_t w = 0;
   for (const auto& [text, comment] : rows) w = std::max(w, text.size());
   for (const auto& [text, comment] : rows) {
@@ -39,8 +35,6 @@ void block(std::ostringstream& os, const std::vector<std::pair<std::string, std:
     os << "\n";
   }
 }
-
-}  // namespace
 
 std::string one_line(std::string_view s) {
   std::string out(s);
@@ -71,24 +65,25 @@ std::string write_nccl_yaml(const nccl_tree& t) {
     rows.emplace_back(
         fmt::format("  - {{name: {}, platform: {}}}", t.entities[s].name, t.entities[s].platform),
         t.entities[s].comment);
-  block(os, rows);
+  write_block(os, rows);
   if (t.sockets.size() > 1) {
     rows.clear();
     os << "interconnects:\n";
     for (size_t a = 0; a < t.sockets.size(); ++a)
       for (size_t b = a + 1; b < t.sockets.size(); ++b)
-        rows.emplace_back(fmt::format("  - {{name: {}{}, between: [{}, {}]}}",
-                                      link_prefix(t.entities[t.sockets[a]].platform), rows.size(),
-                                      t.entities[t.sockets[a]].name, t.entities[t.sockets[b]].name),
-                          "");
-    block(os, rows);
+        rows.emplace_back(
+            fmt::format("  - {{name: {}{}, between: [{}, {}]}}",
+                        interconnect_prefix(t.entities[t.sockets[a]].platform), rows.size(),
+                        t.entities[t.sockets[a]].name, t.entities[t.sockets[b]].name),
+            "");
+    write_block(os, rows);
   }
   if (!t.switches.empty()) {
     rows.clear();
     os << "switches:\n";
     for (size_t i : t.switches)
       rows.emplace_back(fmt::format("  - {{name: {}}}", t.entities[i].name), t.entities[i].comment);
-    block(os, rows);
+    write_block(os, rows);
   }
   if (!t.gpus.empty() || !t.nics.empty()) {
     rows.clear();
@@ -99,7 +94,7 @@ std::string write_nccl_yaml(const nccl_tree& t) {
     for (size_t i : t.nics)
       rows.emplace_back(fmt::format("  - {{name: {}, type: dma_engine}}", t.entities[i].name),
                         "NIC " + t.entities[i].comment);
-    block(os, rows);
+    write_block(os, rows);
   }
   if (!t.links.empty()) {
     rows.clear();
@@ -108,7 +103,7 @@ std::string write_nccl_yaml(const nccl_tree& t) {
       rows.emplace_back(fmt::format("  - {{up: {}, down: {}, gen: {}, width: {}}}",
                                     t.entities[l.up].name, t.entities[l.down].name, l.gen, l.width),
                         l.comment);
-    block(os, rows);
+    write_block(os, rows);
   }
   return os.str();
 }

@@ -82,7 +82,7 @@ TEST_CASE("corpus: every malformed input exits 2 naming its file and line", "[cl
       const std::optional<expectation> want = read_expectation(name);
       if (!want) FAIL(name << ": no 'expect: COMMAND | LOCATION | WORDS' line (see README.md)");
       // A file name with a line, and optionally a column: "x.yaml:4", "x.yaml:4:", "x.xml:4:7".
-      CHECK(std::regex_match(want->location, std::regex(R"([\w.-]+\.(yaml|xml):\d+(:\d*)?)")));
+      CHECK(std::regex_match(want->location, std::regex(R"([\w.-]+\.(yaml|xml|txt):\d+(:\d*)?)")));
       CHECK_FALSE(want->words.empty());
 
       const std::string cmd = want->command + " " + k_dir + "/" + name;

@@ -25,6 +25,8 @@ struct topo_args {
   std::string dot;
   std::vector<std::string> sets;
   std::string import_nccl;  // NCCL topology XML to convert instead of printing a topology
+  std::string import_smi;   // nvidia-smi topo -m output to convert instead
+  std::string platform;     // with import_smi: the sockets' preset
   std::string output;       // where the converted topology goes; empty: standard output
   bool effective = false;   // print every setting's value as a topology file instead
 };

@@ -8,6 +8,7 @@
 #include "sim/topology/address_map.h"
 #include "sim/topology/nccl_import.h"
 #include "sim/topology/parameters.h"
+#include "sim/topology/smi_import.h"
 #include "sim/topology/topo_report.h"
 #include "sim/topology/topology_graph.h"
 #include "sim/topology/topology_loader.h"
@@ -17,24 +18,18 @@ namespace p2psim::cli {
 
 namespace {
 
-// p2psim topo --import-nccl FILE [-o OUT]: converts, then loads what it wrote the way
+// Writes an importer's YAML to -o (or standard output) and loads it back the way
 // `p2psim topo OUT` will, so a file that does not load is caught here, not later.
-int import_nccl(const topo_args& a) {
-  namespace fs = std::filesystem;
-  topo::nccl_import_options opt;
-  // The written file finds presets in its own platforms/ folder first, as the loader does.
-  if (!a.output.empty())
-    opt.platform_dirs.push_back((fs::path(a.output).parent_path() / "platforms").string());
-  for (const auto& d : platform_dirs()) opt.platform_dirs.push_back(d);
-  topo::nccl_import_result r = topo::import_nccl_file(a.import_nccl, opt);
-  for (const auto& w : r.warnings) std::cerr << w << "\n";
+int write_imported(const topo_args& a, const std::string& yaml,
+                   const std::vector<std::string>& warnings, const std::string& from) {
+  for (const auto& w : warnings) std::cerr << w << "\n";
   if (a.output.empty()) {
-    std::cout << r.yaml;
+    std::cout << yaml;
     return 0;
   }
   {
     std::ofstream f(a.output, std::ios::binary);
-    if (!(f << r.yaml) || !f.flush())
+    if (!(f << yaml) || !f.flush())
       throw config::error({a.output, 0, 0}, "--output", "cannot write this file");
   }
   topo::load_options lo;
@@ -42,7 +37,7 @@ int import_nccl(const topo_args& a) {
   topo::topology t;
   try {
     // The text, not the file: -o may be something that does not read back (/dev/null).
-    config::document doc = config::document::parse(r.yaml, a.output);
+    config::document doc = config::document::parse(yaml, a.output);
     t = topo::load_topology(doc, lo);
   } catch (const config::error& e) {
     // The importer's own mistake, not the user's: report it as an internal error.
@@ -52,8 +47,34 @@ int import_nccl(const topo_args& a) {
   for (const auto& d : t.devices) (d.spec<gpu::gpu_spec>() ? gpus : nics)++;
   std::cout << "Wrote " << a.output << ": " << t.sockets.size() << " socket(s), "
             << t.switches.size() << " switch(es), " << gpus << " GPU(s), " << nics
-            << " NIC(s) as DMA engines, from " << a.import_nccl << "\n";
+            << " NIC(s) as DMA engines, from " << from << "\n";
   return 0;
+}
+
+// The written file finds presets in its own platforms/ folder first, as the loader does.
+std::vector<std::string> import_platform_dirs(const topo_args& a) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> dirs;
+  if (!a.output.empty()) dirs.push_back((fs::path(a.output).parent_path() / "platforms").string());
+  for (const auto& d : platform_dirs()) dirs.push_back(d);
+  return dirs;
+}
+
+// p2psim topo --import-nccl FILE [-o OUT]
+int import_nccl(const topo_args& a) {
+  topo::nccl_import_options opt;
+  opt.platform_dirs = import_platform_dirs(a);
+  topo::nccl_import_result r = topo::import_nccl_file(a.import_nccl, opt);
+  return write_imported(a, r.yaml, r.warnings, a.import_nccl);
+}
+
+// p2psim topo --import-nvidia-smi FILE [--platform NAME] [-o OUT]
+int import_smi(const topo_args& a) {
+  topo::smi_import_options opt;
+  opt.platform_dirs = import_platform_dirs(a);
+  opt.platform = a.platform;
+  topo::smi_import_result r = topo::import_smi_file(a.import_smi, opt);
+  return write_imported(a, r.yaml, r.warnings, a.import_smi);
 }
 
 }  // namespace
@@ -77,17 +98,28 @@ void add_topo(CLI::App& app, topo_args& a) {
   auto* effective = c->add_flag("--effective", a.effective,
                                 "Print every setting's value (defaults, presets and --set "
                                 "applied) as a topology file that loads to the same topology");
-  import->excludes(topology)->excludes(dot)->excludes(set)->excludes(effective);
-  c->add_option("-o,--output", a.output, "With --import-nccl: the YAML file to write")
-      ->needs(import);
-  c->parse_complete_callback([&a] {
-    if (a.topology.empty() && a.import_nccl.empty())
-      throw CLI::RequiredError("topology (or --import-nccl FILE)");
+  auto* smi = c->add_option("--import-nvidia-smi", a.import_smi,
+                            "Convert `nvidia-smi topo -m` output (a text file) into a topology "
+                            "YAML file instead");
+  import->excludes(topology)->excludes(dot)->excludes(set)->excludes(effective)->excludes(smi);
+  smi->excludes(topology)->excludes(dot)->excludes(set)->excludes(effective);
+  c->add_option("--platform", a.platform,
+                "With --import-nvidia-smi: the sockets' platform preset (default: skylake_sp, "
+                "with a warning)")
+      ->needs(smi);
+  auto* out = c->add_option("-o,--output", a.output,
+                            "With --import-nccl or --import-nvidia-smi: the YAML file to write");
+  c->parse_complete_callback([&a, out] {
+    if (a.topology.empty() && a.import_nccl.empty() && a.import_smi.empty())
+      throw CLI::RequiredError("topology (or --import-nccl FILE, or --import-nvidia-smi FILE)");
+    if (out->count() && a.import_nccl.empty() && a.import_smi.empty())
+      throw CLI::ValidationError("--output", "needs --import-nccl or --import-nvidia-smi");
   });
 }
 
 int topo_command(const topo_args& a) {
   if (!a.import_nccl.empty()) return import_nccl(a);
+  if (!a.import_smi.empty()) return import_smi(a);
   topo::load_options opt;
   opt.platform_dirs = platform_dirs();
   for (const auto& s : a.sets) opt.overrides.push_back(config::parse_override(s));

@@ -1,0 +1,606 @@
+// `nvidia-smi topo -m` -> topology YAML: reading the matrix, building the smallest PCIe tree
+// that gives each pair its relation (smi_import.h), writing it, and checking it by loading it
+// and classifying every pair again.
+#include "sim/topology/smi_import.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "sim/config/error.h"
+#include "sim/config/reader.h"
+#include "sim/topology/nccl_import_detail.h"
+#include "sim/topology/topology_graph.h"
+#include "sim/topology/topology_loader.h"
+
+namespace p2psim::topo {
+
+namespace fs = std::filesystem;
+using detail::one_line;
+
+std::optional<int> smi_closeness(std::string_view cell) {
+  static const std::map<std::string_view, int> named{
+      {"PIX", 1}, {"PXB", 2}, {"PHB", 3}, {"NODE", 4}, {"SYS", 5}};
+  if (auto it = named.find(cell); it != named.end()) return it->second;
+  if (cell.size() > 2 && cell.substr(0, 2) == "NV" &&
+      std::all_of(cell.begin() + 2, cell.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return 0;
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr size_t max_devices = 256;
+constexpr const char* default_platform = "skylake_sp";
+
+struct field {
+  std::string text;  // trimmed
+  int column = 0;    // 1-based, where the text starts
+};
+
+// nvidia-smi underlines the header with terminal escapes (ESC [ 4 m ... ESC [ 0 m).
+std::string strip_escapes(std::string_view line) {
+  std::string out;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '\x1b' && i + 1 < line.size() && line[i + 1] == '[') {
+      size_t j = i + 2;
+      while (j < line.size() && !(line[j] >= '@' && line[j] <= '~')) ++j;
+      i = j;
+      continue;
+    }
+    if (line[i] != '\r') out += line[i];
+  }
+  return out;
+}
+
+// nvidia-smi separates columns with tabs; a copy from a terminal has spaces instead. With
+// tabs: fields trimmed of spaces, empty ones kept. Without: words.
+std::vector<field> split_fields(const std::string& line, bool tabs) {
+  std::vector<field> out;
+  if (!tabs) {
+    for (size_t i = 0; i < line.size();) {
+      if (line[i] == ' ' || line[i] == '\t') {
+        ++i;
+        continue;
+      }
+      size_t j = line.find_first_of(" \t", i);
+      if (j == std::string::npos) j = line.size();
+      out.push_back({line.substr(i, j - i), int(i) + 1});
+      i = j;
+    }
+    return out;
+  }
+  size_t start = 0;
+  while (true) {
+    size_t end = line.find('\t', start);
+    if (end == std::string::npos) end = line.size();
+    size_t a = start, b = end;
+    while (a < b && line[a] == ' ') ++a;
+    while (b > a && line[b - 1] == ' ') --b;
+    out.push_back({line.substr(a, b - a), int(a) + 1});
+    if (end == line.size()) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+// Where the header's device columns end: "CPU Affinity", "NUMA Affinity", "GPU NUMA ID".
+bool starts_affinity_columns(const std::string& s) {
+  return s == "CPU" || s == "NUMA" || s.rfind("CPU ", 0) == 0 || s.rfind("NUMA ", 0) == 0 ||
+         s.find("Affinity") != std::string::npos;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string shown(const std::string& s) {  // a cell in a message: one line, not too long
+  std::string t = one_line(s);
+  return t.size() > 40 ? t.substr(0, 40) + "..." : t;
+}
+
+struct device {
+  std::string label;  // as nvidia-smi names it: GPU0, NIC1, mlx5_0
+  std::string name;   // in the topology: gpu0, nic1
+  bool gpu = false;
+  config::source_loc loc;  // its row
+  std::string cpus, numa;  // affinity, when the row gives it ("N/A" dropped)
+  std::string nic_name;    // from the NIC legend
+  std::vector<config::source_loc> cells;
+};
+
+// Sets joined by a relation, as a union-find.
+struct partition {
+  explicit partition(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  size_t find(size_t i) { return parent[i] == i ? i : parent[i] = find(parent[i]); }
+  void join(size_t a, size_t b) { parent[find(b)] = find(a); }
+  std::vector<size_t> parent;
+};
+
+// The members of each set, sets in the order of their first member.
+std::vector<std::vector<size_t>> groups(partition& p, const std::vector<size_t>& members) {
+  std::vector<std::vector<size_t>> out;
+  std::map<size_t, size_t> index;
+  for (size_t m : members) {
+    auto [it, fresh] = index.emplace(p.find(m), out.size());
+    if (fresh) out.emplace_back();
+    out[it->second].push_back(m);
+  }
+  return out;
+}
+
+class importer {
+ public:
+  importer(std::string_view text, std::string file, const smi_import_options& options)
+      : m_text(text), m_file(std::move(file)), m_options(options) {}
+
+  smi_import_result run() {
+    read();
+    choose_platform();
+    build();
+    std::string yaml = write();
+    check(yaml);
+    return {std::move(yaml), std::move(m_warnings)};
+  }
+
+ private:
+  [[noreturn]] void fail(config::source_loc at, const std::string& key, const std::string& what) {
+    throw config::error(std::move(at), key, what);
+  }
+  config::source_loc at(int line, int column) const { return {m_file, line, column}; }
+  void warn(const config::source_loc& where, const std::string& what) {
+    m_warnings.push_back(fmt::format("{}: warning: {}", where.str(), what));
+  }
+
+  // ---- reading ----------------------------------------------------------------------------
+
+  void read() {
+    std::vector<std::string> lines;
+    std::istringstream in{std::string(m_text)};
+    for (std::string l; std::getline(in, l);) lines.push_back(strip_escapes(l));
+    size_t i = 0;
+    while (i < lines.size() && lines[i].find_first_not_of(" \t") == std::string::npos) ++i;
+    if (i == lines.size() || lines[i].find("Legend") != std::string::npos)
+      fail(at(int(std::min(i, lines.size() - 1)) + 1, 1), "",
+           "no device matrix: expected what `nvidia-smi topo -m` prints");
+    read_header(lines[i], int(i) + 1);
+    for (size_t r = 0; r < m_devices.size(); ++r) {
+      const size_t n = i + 1 + r;
+      if (n >= lines.size() || lines[n].find_first_not_of(" \t") == std::string::npos)
+        fail(at(int(std::min(n, lines.size() - 1)) + 1, 1), m_devices[r].label,
+             fmt::format("the matrix ends before the row of {} (the header names {} devices)",
+                         m_devices[r].label, m_devices.size()));
+      read_row(r, lines[n], int(n) + 1);
+    }
+    for (size_t a = 0; a < m_devices.size(); ++a)
+      for (size_t b = 0; b < a; ++b)
+        if (m_cells[a][b] != m_cells[b][a])
+          fail(m_devices[a].cells[b], m_devices[a].label + "/" + m_devices[b].label,
+               fmt::format("{} here but {} in the row of {}: the matrix is symmetric",
+                           shown(m_cells[a][b]), shown(m_cells[b][a]), m_devices[b].label));
+    read_nic_legend(lines);
+  }
+
+  void read_header(const std::string& line, int number) {
+    m_tabs = line.find('\t') != std::string::npos;
+    const std::vector<field> fields = split_fields(line, m_tabs);
+    size_t k = 0;
+    for (; k < fields.size() && !starts_affinity_columns(fields[k].text); ++k) {
+      const field& f = fields[k];
+      if (f.text.empty()) continue;
+      for (const auto& d : m_devices)
+        if (d.label == f.text) fail(at(number, f.column), f.text, "named twice in the header");
+      if (f.text.find_first_of(" :#{}[],'\"") != std::string::npos || f.text.size() > 32)
+        fail(at(number, f.column), shown(f.text),
+             "not a device name: expected what `nvidia-smi topo -m` prints (GPU0, NIC0, ...)");
+      device d;
+      d.label = f.text;
+      d.gpu = f.text.rfind("GPU", 0) == 0;
+      m_devices.push_back(std::move(d));
+    }
+    // The affinity columns, in the order the header gives them.
+    if (k < fields.size()) {
+      const std::string rest = line.substr(size_t(fields[k].column - 1));
+      std::vector<std::pair<size_t, std::string>> found;
+      for (const char* label : {"CPU Affinity", "NUMA Affinity", "GPU NUMA ID"})
+        if (size_t at = rest.find(label); at != std::string::npos) found.emplace_back(at, label);
+      std::sort(found.begin(), found.end());
+      for (const auto& [at, label] : found) m_trailing.push_back(label);
+    }
+    if (m_devices.empty())
+      fail(at(number, 1), "",
+           "no device columns: expected a header of GPU0, GPU1, ... as `nvidia-smi topo -m` "
+           "prints it");
+    if (m_devices.size() > max_devices)
+      fail(at(number, 1), "", fmt::format("{} devices; at most {}", m_devices.size(), max_devices));
+    m_header_line = number;
+    m_cells.assign(m_devices.size(), std::vector<std::string>(m_devices.size()));
+  }
+
+  void read_row(size_t r, const std::string& line, int number) {
+    device& d = m_devices[r];
+    const std::vector<field> f = split_fields(line, m_tabs);
+    d.loc = at(number, 1);
+    if (f.empty())
+      fail(at(number, 1), d.label, fmt::format("expected the row of {}", d.label));
+    if (f[0].text != d.label)
+      fail(at(number, f[0].column), d.label,
+           fmt::format("expected the row of {} (rows come in the header's order), found '{}'",
+                       d.label, shown(f[0].text)));
+    const size_t n = m_devices.size();
+    if (f.size() < n + 1)
+      fail(at(number, int(line.size()) + 1), d.label,
+           fmt::format("{} cells; the header names {} devices", f.size() - 1, n));
+    for (size_t c = 0; c < n; ++c) {
+      const field& cell = f[c + 1];
+      d.cells.push_back(at(number, cell.column));
+      const std::string key = d.label + "/" + m_devices[c].label;
+      if (c == r) {
+        if (cell.text != "X")
+          fail(d.cells.back(), key, fmt::format("'{}' where a device meets itself: expected X",
+                                                shown(cell.text)));
+      } else if (!smi_closeness(cell.text)) {
+        fail(d.cells.back(), key,
+             fmt::format("'{}' is not a relation nvidia-smi prints (SYS, NODE, PHB, PXB, PIX, "
+                         "NV#)",
+                         shown(cell.text)));
+      }
+      m_cells[r][c] = cell.text;
+    }
+    std::vector<std::string> values;  // CPU affinity, NUMA affinity, GPU NUMA ID, as given
+    for (size_t k = n + 1; k < f.size(); ++k)
+      if (!f[k].text.empty()) values.push_back(f[k].text);
+    for (size_t k = 0; k < values.size() && k < m_trailing.size(); ++k) {
+      if (values[k] == "N/A") continue;
+      if (m_trailing[k] == "CPU Affinity") d.cpus = one_line(values[k]);
+      if (m_trailing[k] == "NUMA Affinity") d.numa = one_line(values[k]);
+    }
+  }
+
+  void read_nic_legend(const std::vector<std::string>& lines) {
+    static const std::regex entry(R"(^\s*(\S+):\s*(\S+)\s*$)");
+    bool in_legend = false;
+    for (const auto& l : lines) {
+      if (l.find("NIC Legend") != std::string::npos) {
+        in_legend = true;
+        continue;
+      }
+      std::smatch m;
+      if (!in_legend || !std::regex_match(l, m, entry)) continue;
+      for (auto& d : m_devices)
+        if (d.label == m[1].str()) d.nic_name = one_line(m[2].str());
+    }
+  }
+
+  // ---- the tree ---------------------------------------------------------------------------
+
+  void choose_platform() {
+    m_platform = m_options.platform;
+    if (m_platform.empty()) {
+      m_platform = default_platform;
+      warn(at(m_header_line, 1),
+           fmt::format("nvidia-smi topo -m does not name the CPU: sockets get the {} preset "
+                       "(--platform chooses another)",
+                       m_platform));
+      m_platform_note = fmt::format("ASSUMED {}: nvidia-smi topo -m does not name the CPU", m_platform);
+    } else {
+      m_platform_note = fmt::format("{}: given with --platform", m_platform);
+    }
+    for (const auto& dir : m_options.platform_dirs) {
+      fs::path p = fs::path(dir) / (m_platform + ".yaml");
+      std::error_code ec;
+      if (fs::is_regular_file(p, ec)) {
+        m_gen = load_platform(p.string()).spec.max_gen;
+        return;
+      }
+    }
+    fail({"--platform", 0, 0}, "",
+         fmt::format("no platform preset '{}'; there are: {}", shown(m_platform),
+                     fmt::join(available_platforms(m_options.platform_dirs), ", ")));
+  }
+
+  struct switch_node {
+    std::string up;  // a socket or switch name
+    int host_bridge = 0;
+    std::string comment;
+  };
+  struct link_row {
+    std::string up, down;
+    int host_bridge = 0;
+  };
+
+  int closeness(size_t a, size_t b) const { return *smi_closeness(m_cells[a][b]); }
+
+  void build() {
+    const size_t n = m_devices.size();
+    // Named after their column (GPU0 -> gpu0, mlx5_0 as older drivers label NICs); a label
+    // that is no name gets the next gpuN or nicN.
+    int gpus = 0, nics = 0;
+    static const std::regex name_like("[A-Za-z][A-Za-z0-9_]*");
+    for (auto& d : m_devices) {
+      if (std::regex_match(d.label, name_like))
+        d.name = lower(d.label);
+      else
+        d.name = fmt::format("{}{}", d.gpu ? "gpu" : "nic", d.gpu ? gpus : nics);
+      (d.gpu ? gpus : nics)++;
+    }
+    for (size_t a = 0; a < n; ++a)
+      for (size_t b = 0; b < a; ++b)
+        if (m_devices[a].name == m_devices[b].name)
+          fail(m_devices[a].loc, m_devices[a].label,
+               fmt::format("would be {}, as {} is", m_devices[a].name, m_devices[b].label));
+
+    // Sockets: joined by anything but SYS, then sets the matrix says nothing about (every pair
+    // NVLink) placed by NUMA node.
+    partition socket(n), bridge(n), port(n), leaf(n);
+    for (size_t a = 0; a < n; ++a)
+      for (size_t b = 0; b < a; ++b) {
+        const int c = closeness(a, b);
+        if (c == 0) {
+          ++m_nvlink_pairs;
+          if (m_nvlink_example.empty())
+            m_nvlink_example = fmt::format("{}-{} {}", m_devices[b].label, m_devices[a].label,
+                                           m_cells[a][b]);
+          continue;
+        }
+        if (c <= 4) socket.join(b, a);
+        if (c <= 3) bridge.join(b, a);
+        if (c <= 2) port.join(b, a);
+        if (c == 1) leaf.join(b, a);
+      }
+    std::vector<size_t> all(n);
+    std::iota(all.begin(), all.end(), 0);
+    merge_unrelated(socket, bridge, groups(socket, all));
+
+    for (const auto& members : groups(socket, all)) {
+      const std::string name = fmt::format("cpu{}", m_sockets.size());
+      std::vector<std::string> numa;
+      for (size_t d : members)
+        if (!m_devices[d].numa.empty() &&
+            std::find(numa.begin(), numa.end(), m_devices[d].numa) == numa.end())
+          numa.push_back(m_devices[d].numa);
+      std::string comment;
+      if (!numa.empty()) comment = fmt::format("NUMA node {}", fmt::join(numa, ", "));
+      for (size_t d : members)
+        if (!m_devices[d].cpus.empty()) {
+          comment += (comment.empty() ? "" : ", ") + fmt::format("CPUs {}", m_devices[d].cpus);
+          break;
+        }
+      const auto bridges = groups(bridge, members);
+      m_sockets.push_back({name, int(bridges.size()), comment});
+      for (size_t h = 0; h < bridges.size(); ++h)
+        for (const auto& ports : groups(port, bridges[h])) build_port(name, int(h), ports, leaf);
+    }
+  }
+
+  // Sets with no known relation to any device of another (each pair NVLink) join the first
+  // set they share a NUMA node with, or the first set when the matrix gives no NUMA node: on
+  // its first host bridge, each on a root port of its own (PHB).
+  void merge_unrelated(partition& socket, partition& bridge,
+                       const std::vector<std::vector<size_t>>& sets) {
+    auto numa_of = [&](const std::vector<size_t>& s) {
+      for (size_t d : s)
+        if (!m_devices[d].numa.empty()) return m_devices[d].numa;
+      return std::string();
+    };
+    for (size_t j = 1; j < sets.size(); ++j) {
+      for (size_t i = 0; i < j; ++i) {
+        bool related = false;
+        for (size_t a : sets[i])
+          for (size_t b : sets[j]) related = related || closeness(a, b) != 0;
+        const std::string ni = numa_of(sets[i]), nj = numa_of(sets[j]);
+        if (related || (!ni.empty() && !nj.empty() && ni != nj)) continue;
+        socket.join(sets[i][0], sets[j][0]);
+        bridge.join(sets[i][0], sets[j][0]);
+        std::vector<std::string> labels;
+        for (size_t d : sets[j]) labels.push_back(m_devices[d].label);
+        const std::string why =
+            nj.empty() ? "the matrix gives no NUMA node"
+                       : fmt::format("NUMA node {}, as {}", nj, m_devices[sets[i][0]].label);
+        m_placed.push_back(fmt::format("{}: PCIe path hidden behind NVLink; placed on a root "
+                                       "port of {}'s host bridge ({})",
+                                       fmt::join(labels, ", "), m_devices[sets[i][0]].label,
+                                       why));
+        break;
+      }
+    }
+  }
+
+  // The devices behind one root port: alone, one switch (all PIX), or a switch above one
+  // switch per PIX set (PXB between the sets; nvidia-smi shows PXB for any depth).
+  void build_port(const std::string& socket, int host_bridge, const std::vector<size_t>& members,
+                  partition& leaf) {
+    if (members.size() == 1) {
+      m_links.push_back({socket, m_devices[members[0]].name, host_bridge});
+      return;
+    }
+    const auto sets = groups(leaf, members);
+    auto labels = [&](const std::vector<size_t>& s) {
+      std::vector<std::string> out;
+      for (size_t d : s) out.push_back(m_devices[d].label);
+      return fmt::format("{}", fmt::join(out, ", "));
+    };
+    auto add_switch = [&](const std::string& up, int hb, std::string comment) {
+      std::string name = fmt::format("sw{}", m_switches.size());
+      m_switches.push_back({up, hb, std::move(comment)});
+      m_links.push_back({up, name, hb});
+      return name;
+    };
+    if (sets.size() == 1) {
+      const std::string sw = add_switch(socket, host_bridge, "PIX: " + labels(members));
+      for (size_t d : members) m_links.push_back({sw, m_devices[d].name, 0});
+      return;
+    }
+    const std::string top = add_switch(socket, host_bridge, "PXB: " + labels(members));
+    bool single_on_top = false;  // one device alone in its PIX set may hang off the top switch
+    for (const auto& s : sets) {
+      if (s.size() == 1 && !single_on_top) {
+        single_on_top = true;
+        m_links.push_back({top, m_devices[s[0]].name, 0});
+        continue;
+      }
+      const std::string sw = add_switch(top, 0, "PIX: " + labels(s));
+      for (size_t d : s) m_links.push_back({sw, m_devices[d].name, 0});
+    }
+  }
+
+  // ---- writing and checking -----------------------------------------------------------------
+
+  std::string write() const {
+    using detail::write_block;
+    std::ostringstream os;
+    const std::string base = fs::path(m_file).filename().string();
+    os << "# Imported from `nvidia-smi topo -m` output " << one_line(m_file)
+       << " by `p2psim topo --import-nvidia-smi`.\n"
+          "# The matrix says how far apart devices are, not what lies between them: this is the\n"
+          "# smallest PCIe tree that gives every pair its relation (one switch level where it says\n"
+          "# PXB, however deep the real tree is).\n"
+       << "# Sockets: " << m_platform_note << ".\n"
+       << "# Links: Gen" << m_gen << " x16, the preset's fastest (the matrix has no speeds or "
+       << "widths).\n"
+          "# Not in the matrix, so p2psim's defaults: host memory, BAR sizes, VRAM, switch "
+          "latency,\n"
+          "# MPS/MRRS/tags, link latency and credits.\n";
+    if (m_nvlink_pairs)
+      os << "# NVLink: " << m_nvlink_pairs << " pair(s), e.g. " << m_nvlink_example
+         << ", not modelled (their traffic takes PCIe).\n";
+    for (const auto& p : m_placed) os << "# " << p << ".\n";
+    os << "description: " << detail::yaml_quoted("Imported from nvidia-smi topo -m " + base)
+       << "\n";
+    std::vector<std::pair<std::string, std::string>> rows;
+    os << "sockets:\n";
+    for (const auto& s : m_sockets)
+      rows.emplace_back(
+          s.host_bridges > 1
+              ? fmt::format("  - {{name: {}, platform: {}, host_bridges: {}}}", s.name, m_platform,
+                            s.host_bridges)
+              : fmt::format("  - {{name: {}, platform: {}}}", s.name, m_platform),
+          s.comment);
+    write_block(os, rows);
+    if (m_sockets.size() > 1) {
+      rows.clear();
+      os << "interconnects:\n";
+      for (size_t a = 0; a < m_sockets.size(); ++a)
+        for (size_t b = a + 1; b < m_sockets.size(); ++b)
+          rows.emplace_back(fmt::format("  - {{name: {}{}, between: [{}, {}]}}",
+                                        detail::interconnect_prefix(m_platform), rows.size(),
+                                        m_sockets[a].name, m_sockets[b].name),
+                            "");
+      write_block(os, rows);
+    }
+    if (!m_switches.empty()) {
+      rows.clear();
+      os << "switches:\n";
+      for (size_t i = 0; i < m_switches.size(); ++i)
+        rows.emplace_back(fmt::format("  - {{name: sw{}}}", i), m_switches[i].comment);
+      write_block(os, rows);
+    }
+    rows.clear();
+    os << "devices:\n";
+    for (const auto& d : m_devices)
+      rows.emplace_back(
+          fmt::format("  - {{name: {}, type: {}}}", d.name, d.gpu ? "gpu" : "dma_engine"),
+          d.nic_name.empty() ? d.label : fmt::format("{}: {}", d.label, d.nic_name));
+    write_block(os, rows);
+    rows.clear();
+    os << "links:\n";
+    for (const auto& l : m_links)
+      rows.emplace_back(
+          l.host_bridge ? fmt::format("  - {{up: {}, down: {}, gen: {}, width: 16, host_bridge: "
+                                      "{}}}",
+                                      l.up, l.down, m_gen, l.host_bridge)
+                        : fmt::format("  - {{up: {}, down: {}, gen: {}, width: 16}}", l.up,
+                                      l.down, m_gen),
+          "");
+    write_block(os, rows);
+    return os.str();
+  }
+
+  // Loads what was written and classifies every pair again: where the tree disagrees with a
+  // cell, no tree gives the matrix (the relations contradict each other).
+  void check(const std::string& yaml) {
+    topology t;
+    try {
+      config::document doc = config::document::parse(yaml, m_file + " (imported)");
+      t = load_topology(doc, load_options{m_options.platform_dirs, {}});
+    } catch (const config::error& e) {
+      fail(at(m_header_line, 1), "",
+           fmt::format("p2psim cannot build the machine this matrix describes: {}", e.message));
+    }
+    const fabric_graph g(t);
+    for (size_t a = 0; a < m_devices.size(); ++a)
+      for (size_t b = 0; b < a; ++b) {
+        if (closeness(a, b) == 0) continue;
+        const std::string got = to_string(g.classify(m_devices[a].name, m_devices[b].name));
+        if (got != m_cells[a][b])
+          fail(m_devices[a].cells[b], m_devices[a].label + "/" + m_devices[b].label,
+               fmt::format("{} here, but no PCIe tree gives every pair its relation: built from "
+                           "the rest of the matrix, {} and {} are {}",
+                           m_cells[a][b], m_devices[a].label, m_devices[b].label, got));
+      }
+    for (const auto& p : m_placed) warn(at(m_header_line, 1), p);
+    if (m_nvlink_pairs)
+      warn(at(m_header_line, 1),
+           fmt::format("{} NVLink pair(s) (e.g. {}): NVLink is not modelled, their traffic takes "
+                       "PCIe",
+                       m_nvlink_pairs, m_nvlink_example));
+    warn(at(m_header_line, 1),
+         fmt::format("the matrix has no link speeds or widths: every link is Gen{} x16, the {} "
+                     "preset's fastest",
+                     m_gen, m_platform));
+  }
+
+  struct socket_row {
+    std::string name;
+    int host_bridges;
+    std::string comment;
+  };
+
+  std::string_view m_text;
+  std::string m_file;
+  const smi_import_options& m_options;
+  std::vector<device> m_devices;
+  std::vector<std::vector<std::string>> m_cells;
+  std::vector<std::string> m_trailing;  // the header's affinity labels
+  bool m_tabs = true;                   // columns separated by tabs (else by spaces)
+  int m_header_line = 1;
+  std::string m_platform, m_platform_note;
+  int m_gen = 3;
+  std::vector<socket_row> m_sockets;
+  std::vector<switch_node> m_switches;
+  std::vector<link_row> m_links;
+  size_t m_nvlink_pairs = 0;
+  std::string m_nvlink_example;
+  std::vector<std::string> m_placed;  // devices placed by NUMA node, and why
+  std::vector<std::string> m_warnings;
+};
+
+}  // namespace
+
+smi_import_result import_smi_matrix(std::string_view text, const std::string& file,
+                                    const smi_import_options& options) {
+  return importer(text, file, options).run();
+}
+
+smi_import_result import_smi_file(const std::string& path, const smi_import_options& options) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw config::error({path, 0, 0}, "", "no such file");
+  if (fs::is_directory(path, ec))
+    throw config::error({path, 0, 0}, "", "is a directory, expected nvidia-smi topo -m output");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw config::error({path, 0, 0}, "", "cannot read the file");
+  return import_smi_matrix(text.str(), path, options);
+}
+
+}  // namespace p2psim::topo
