@@ -15,6 +15,7 @@
 
 #include "sim/config/error.h"
 #include "sim/config/text.h"
+#include "sim/topology/device_presets.h"
 #include "sim/topology/nccl_import_detail.h"
 #include "sim/topology/topology_loader.h"
 
@@ -227,6 +228,7 @@ class importer {
     std::string comment = id + describe_ids(pci) + net_names(pci);
     size_t dev =
         add({kind == pci_kind::gpu ? nccl_kind::gpu : nccl_kind::nic, *bus, comment, {}, {}});
+    if (kind == pci_kind::gpu) choose_model(pci, dev, id);
     add_link(pci, up, dev);
     for (pugi::xml_node child : pci.children("pci"))
       m_tree.skipped.push_back(where(child) + ": a <pci> inside a GPU or NIC");
@@ -257,6 +259,33 @@ class importer {
       }
     }
     return false;
+  }
+
+  // A GPU's device preset, from its PCI device ID (topologies/devices/*.yaml, pci_devices);
+  // without one it is p2psim's default GPU, which is a warning.
+  void choose_model(pugi::xml_node pci, size_t dev, const std::string& id) {
+    const std::string vendor = pci.attribute("vendor").value();
+    const std::string device = pci.attribute("device").value();
+    unsigned long d = 0;
+    size_t used = 0;
+    try {
+      d = std::stoul(device, &used, 16);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    std::optional<std::string> model;
+    if (vendor == "0x10de" && used == device.size() && d <= 0xffff)
+      model = m_device_presets.for_pci_device(uint16_t(d));
+    if (model) {
+      m_tree.entities[dev].model = *model;
+      return;
+    }
+    warn(pci, "device",
+         fmt::format("no device preset for the GPU at {} ({}:{}): it gets p2psim's default GPU "
+                     "(BAR1 256 MiB, VRAM 16 GiB); set `model:` or its keys",
+                     id, one_line(vendor.empty() ? "?" : vendor),
+                     one_line(device.empty() ? "?" : device)));
+    m_tree.entities[dev].comment += "; ASSUMED default GPU: no device preset for its ID";
   }
 
   static std::string describe_ids(pugi::xml_node pci) {
@@ -368,6 +397,7 @@ class importer {
   std::string_view m_text;
   std::string m_file;
   const nccl_import_options& m_options;
+  device_preset_finder m_device_presets{device_preset_dirs(m_options.platform_dirs)};
   std::vector<size_t> m_line_starts;
   nccl_tree m_tree;
   std::map<pci_busid, pugi::xml_node> m_busids;

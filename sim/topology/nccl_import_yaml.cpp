@@ -89,7 +89,10 @@ std::string write_nccl_yaml(const nccl_tree& t) {
     rows.clear();
     os << "devices:\n";
     for (size_t i : t.gpus)
-      rows.emplace_back(fmt::format("  - {{name: {}, type: gpu}}", t.entities[i].name),
+      rows.emplace_back(t.entities[i].model.empty()
+                            ? fmt::format("  - {{name: {}, type: gpu}}", t.entities[i].name)
+                            : fmt::format("  - {{name: {}, type: gpu, model: {}}}",
+                                          t.entities[i].name, t.entities[i].model),
                         t.entities[i].comment);
     for (size_t i : t.nics)
       rows.emplace_back(fmt::format("  - {{name: {}, type: dma_engine}}", t.entities[i].name),

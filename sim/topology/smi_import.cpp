@@ -230,8 +230,7 @@ class importer {
     device& d = m_devices[r];
     const std::vector<field> f = split_fields(line, m_tabs);
     d.loc = at(number, 1);
-    if (f.empty())
-      fail(at(number, 1), d.label, fmt::format("expected the row of {}", d.label));
+    if (f.empty()) fail(at(number, 1), d.label, fmt::format("expected the row of {}", d.label));
     if (f[0].text != d.label)
       fail(at(number, f[0].column), d.label,
            fmt::format("expected the row of {} (rows come in the header's order), found '{}'",
@@ -246,8 +245,8 @@ class importer {
       const std::string key = d.label + "/" + m_devices[c].label;
       if (c == r) {
         if (cell.text != "X")
-          fail(d.cells.back(), key, fmt::format("'{}' where a device meets itself: expected X",
-                                                shown(cell.text)));
+          fail(d.cells.back(), key,
+               fmt::format("'{}' where a device meets itself: expected X", shown(cell.text)));
       } else if (!smi_closeness(cell.text)) {
         fail(d.cells.back(), key,
              fmt::format("'{}' is not a relation nvidia-smi prints (SYS, NODE, PHB, PXB, PIX, "
@@ -291,7 +290,8 @@ class importer {
            fmt::format("nvidia-smi topo -m does not name the CPU: sockets get the {} preset "
                        "(--platform chooses another)",
                        m_platform));
-      m_platform_note = fmt::format("ASSUMED {}: nvidia-smi topo -m does not name the CPU", m_platform);
+      m_platform_note =
+          fmt::format("ASSUMED {}: nvidia-smi topo -m does not name the CPU", m_platform);
     } else {
       m_platform_note = fmt::format("{}: given with --platform", m_platform);
     }
@@ -348,8 +348,8 @@ class importer {
         if (c == 0) {
           ++m_nvlink_pairs;
           if (m_nvlink_example.empty())
-            m_nvlink_example = fmt::format("{}-{} {}", m_devices[b].label, m_devices[a].label,
-                                           m_cells[a][b]);
+            m_nvlink_example =
+                fmt::format("{}-{} {}", m_devices[b].label, m_devices[a].label, m_cells[a][b]);
           continue;
         }
         if (c <= 4) socket.join(b, a);
@@ -406,10 +406,10 @@ class importer {
         const std::string why =
             nj.empty() ? "the matrix gives no NUMA node"
                        : fmt::format("NUMA node {}, as {}", nj, m_devices[sets[i][0]].label);
-        m_placed.push_back(fmt::format("{}: PCIe path hidden behind NVLink; placed on a root "
-                                       "port of {}'s host bridge ({})",
-                                       fmt::join(labels, ", "), m_devices[sets[i][0]].label,
-                                       why));
+        m_placed.push_back(
+            fmt::format("{}: PCIe path hidden behind NVLink; placed on a root "
+                        "port of {}'s host bridge ({})",
+                        fmt::join(labels, ", "), m_devices[sets[i][0]].label, why));
         break;
       }
     }
@@ -462,7 +462,8 @@ class importer {
     os << "# Imported from `nvidia-smi topo -m` output " << one_line(m_file)
        << " by `p2psim topo --import-nvidia-smi`.\n"
           "# The matrix says how far apart devices are, not what lies between them: this is the\n"
-          "# smallest PCIe tree that gives every pair its relation (one switch level where it says\n"
+          "# smallest PCIe tree that gives every pair its relation (one switch level where it "
+          "says\n"
           "# PXB, however deep the real tree is).\n"
        << "# Sockets: " << m_platform_note << ".\n"
        << "# Links: Gen" << m_gen << " x16, the preset's fastest (the matrix has no speeds or "
@@ -479,12 +480,11 @@ class importer {
     std::vector<std::pair<std::string, std::string>> rows;
     os << "sockets:\n";
     for (const auto& s : m_sockets)
-      rows.emplace_back(
-          s.host_bridges > 1
-              ? fmt::format("  - {{name: {}, platform: {}, host_bridges: {}}}", s.name, m_platform,
-                            s.host_bridges)
-              : fmt::format("  - {{name: {}, platform: {}}}", s.name, m_platform),
-          s.comment);
+      rows.emplace_back(s.host_bridges > 1
+                            ? fmt::format("  - {{name: {}, platform: {}, host_bridges: {}}}",
+                                          s.name, m_platform, s.host_bridges)
+                            : fmt::format("  - {{name: {}, platform: {}}}", s.name, m_platform),
+                        s.comment);
     write_block(os, rows);
     if (m_sockets.size() > 1) {
       rows.clear();
@@ -515,11 +515,11 @@ class importer {
     os << "links:\n";
     for (const auto& l : m_links)
       rows.emplace_back(
-          l.host_bridge ? fmt::format("  - {{up: {}, down: {}, gen: {}, width: 16, host_bridge: "
-                                      "{}}}",
-                                      l.up, l.down, m_gen, l.host_bridge)
-                        : fmt::format("  - {{up: {}, down: {}, gen: {}, width: 16}}", l.up,
-                                      l.down, m_gen),
+          l.host_bridge
+              ? fmt::format("  - {{up: {}, down: {}, gen: {}, width: 16, host_bridge: "
+                            "{}}}",
+                            l.up, l.down, m_gen, l.host_bridge)
+              : fmt::format("  - {{up: {}, down: {}, gen: {}, width: 16}}", l.up, l.down, m_gen),
           "");
     write_block(os, rows);
     return os.str();

@@ -75,6 +75,7 @@ struct switch_params : pcie_switch::switch_spec {
 // declares (models/device/device_kind.h; `type:` names the kind).
 struct device_params {
   std::string name;
+  std::string model;                  // its device preset (topologies/devices/), if any
   device::config_value settings;      // its kind's; never empty once loaded
   pcie::device_control control;       // the topology's `pcie` values with the device's own on top
   uint64_t bar0_bytes = 16ull << 20;  // registers

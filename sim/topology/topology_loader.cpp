@@ -9,6 +9,7 @@
 #include "models/device/registry.h"
 #include "sim/config/param_reader.h"
 #include "sim/config/units.h"
+#include "sim/topology/device_presets.h"
 #include "sim/topology/parameters.h"
 #include "sim/topology/topology_graph.h"
 
@@ -181,14 +182,33 @@ switch_params read_switch(const node_reader& r) {
   return s;
 }
 
-device_params read_device(const node_reader& r, const pcie_defaults& pcie) {
+device_params read_device(const node_reader& r, const pcie_defaults& pcie,
+                          device_preset_finder& presets) {
   device_params d;
   d.loc = r.loc();
   d.name = read_name(r);
-  // `type` defaults to the GPU, the device most topologies are about.
-  const std::string kind = r.choice("type", device::kind_names(), "gpu");
+  const device_preset* preset = nullptr;
+  if (r.has("model")) {
+    d.model = r.str("model");
+    preset = presets.find(d.model);
+    if (!preset)
+      r.fail("model", fmt::format("unknown device preset '{}' (available: {})", d.model,
+                                  fmt::join(presets.names(), ", ")));
+  }
+  // `type` defaults to the model's, else to the GPU, the device most topologies are about.
+  const std::string kind = r.choice("type", device::kind_names(), preset ? preset->type : "gpu");
+  if (preset && kind != preset->type)
+    r.fail("type", fmt::format("model {} is a {}, not a {}", d.model, preset->type, kind));
   d.settings = device::config_value(device::find_kind(kind)->defaults());
   d.control = pcie;
+  if (preset) {  // the preset's values first, the device's own over them
+    const node_reader p = preset->settings();
+    for (const char* meta : {"name", "type", "description", "source", "pci_devices"})
+      if (p.has(meta)) p.raw(meta);  // load_device_preset read them
+    config::read_params(p, device_settings(), d);
+    config::read_params(p, d.settings->parameters());
+    p.done();
+  }
   config::read_params(r, device_settings(), d);
   config::read_params(r, d.settings->parameters());
   r.done();
@@ -257,6 +277,7 @@ topology load_topology(config::document& doc, const load_options& options) {
   std::vector<std::string> dirs{(file.parent_path() / "platforms").string()};
   dirs.insert(dirs.end(), options.platform_dirs.begin(), options.platform_dirs.end());
   preset_finder presets(dirs);
+  device_preset_finder device_presets(device_preset_dirs(dirs));
 
   topology t;
   t.file = doc.file();
@@ -270,7 +291,8 @@ topology load_topology(config::document& doc, const load_options& options) {
   for (const auto& r : root.optional_list("interconnects"))
     t.interconnects.push_back(read_interconnect(r, t.sockets));
   for (const auto& r : root.optional_list("switches")) t.switches.push_back(read_switch(r));
-  for (const auto& r : root.optional_list("devices")) t.devices.push_back(read_device(r, t.pcie));
+  for (const auto& r : root.optional_list("devices"))
+    t.devices.push_back(read_device(r, t.pcie, device_presets));
   for (const auto& r : root.optional_list("links")) t.links.push_back(read_link(r));
   root.done();
   record_locs(root, t.key_locs);

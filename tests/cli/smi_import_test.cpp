@@ -43,8 +43,10 @@ TEST_CASE("import-nvidia-smi: without --platform the assumed preset is a warning
 
 TEST_CASE("import-nvidia-smi: a scenario runs on an imported 8-GPU machine", "[cli][smi]") {
   const std::string yaml = imported("hgx");
-  auto r = run_cli("topo --import-nvidia-smi tests/data/nvidia_smi/hgx_8gpu_8nic_spaces.txt "
-                   "--platform emerald_rapids -o " + yaml);
+  auto r = run_cli(
+      "topo --import-nvidia-smi tests/data/nvidia_smi/hgx_8gpu_8nic_spaces.txt "
+      "--platform emerald_rapids -o " +
+      yaml);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const std::string scenario = std::string(P2PSIM_BUILD_DIR) + "/smi_hgx_scenario.yaml";
@@ -69,7 +71,8 @@ TEST_CASE("import-nvidia-smi: options that do not go together exit 2", "[cli][sm
             .exit_code == 2);
   auto r = run_cli("topo --import-nvidia-smi " + k_h200 + " --platform no_such_cpu");
   CHECK(r.exit_code == 2);
-  CHECK(r.err.find("--platform: error: no platform preset 'no_such_cpu'; there are: ") != std::string::npos);
+  CHECK(r.err.find("--platform: error: no platform preset 'no_such_cpu'; there are: ") !=
+        std::string::npos);
   r = run_cli("topo --import-nvidia-smi tests/data/nvidia_smi/missing.txt");
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("missing.txt: error: no such file") != std::string::npos);

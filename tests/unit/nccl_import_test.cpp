@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <catch2/catch.hpp>
 
+#include "models/gpu/gpu_spec.h"
 #include "sim/config/error.h"
 #include "sim/topology/nccl_import.h"
 #include "sim/topology/topology_graph.h"
@@ -162,8 +163,12 @@ TEST_CASE("nccl import: GPU and NIC under one switch are PIX", "[topology][nccl]
   CHECK(m.t.link_above("nic0")->gen == 3);
   CHECK(m.t.sockets[0].platform_name == "skylake_sp");
   CHECK(m.path("gpu0", "nic0") == path_type::PIX);
-  CHECK(m.result.warnings.empty());
-  CHECK_THAT(m.result.yaml, Contains("# 0000:1a:00.0 (0x10de:0x1db4)"));
+  // 0x1db4 (a V100) has no device preset: the default GPU, said so.
+  REQUIRE(m.result.warnings.size() == 1);
+  CHECK_THAT(m.result.warnings[0],
+             Contains("pix_switch.xml:7:7: warning: device: no device preset for the GPU at "
+                      "0000:1a:00.0 (0x10de:0x1db4): it gets p2psim's default GPU"));
+  CHECK_THAT(m.result.yaml, Contains("# 0000:1a:00.0 (0x10de:0x1db4); ASSUMED default GPU"));
   CHECK_THAT(m.result.yaml, Contains("0000:1b:00.0 (0x15b3:0x1017) mlx5_0; function 0000:1b:00.1"));
   CHECK_THAT(m.result.yaml,
              Contains("platform skylake_sp (GenuineIntel family 0x6 model 0x55: Skylake-SP"));
@@ -198,17 +203,26 @@ TEST_CASE("nccl import: two cpus are sockets joined by an interconnect (SYS)", "
   CHECK(m.t.sockets[0].platform_name == "epyc_turin");
   // cpu0 is numaid 0 although the file lists it second; gpu0 is the lower bus ID.
   CHECK(m.t.link_above("gpu0")->up == "cpu0");
-  CHECK_THAT(line_with(m.result.yaml, "name: gpu0"), EndsWith("# 0000:21:00.0 (0x10de:0x20b5)"));
+  CHECK_THAT(line_with(m.result.yaml, "name: gpu0"),
+             EndsWith("# 0000:21:00.0 (0x10de:0x20b5); ASSUMED default GPU: no device preset "
+                      "for its ID"));
   CHECK(m.t.link_above("gpu1")->up == "cpu1");
   CHECK(m.t.link_above("nic0")->up == "cpu1");
   CHECK(m.t.link_above("nic0")->gen == 4);  // epyc_turin's root ports take Gen4 as it is
   CHECK(m.path("gpu0", "nic0") == path_type::SYS);
   CHECK(m.path("gpu1", "nic0") == path_type::PHB);
-  // Family 0x19 (Milan, Genoa) has no preset of its own: each socket's fallback is a warning.
-  REQUIRE(m.result.warnings.size() == 2);
-  for (const auto& w : m.result.warnings)
-    CHECK_THAT(w, Contains("platform epyc_turin ASSUMED: no preset for AuthenticAMD family 0x19 "
-                           "model 0x1; epyc_turin is the AMD one"));
+  // Family 0x19 (Milan, Genoa) has no preset of its own: each socket's fallback is a warning;
+  // so is each GPU's (0x20b5, an A100 80GB PCIe, has no device preset).
+  REQUIRE(m.result.warnings.size() == 4);
+  int platform = 0, device = 0;
+  for (const auto& w : m.result.warnings) {
+    platform += w.find(
+                    "platform epyc_turin ASSUMED: no preset for AuthenticAMD family 0x19 "
+                    "model 0x1; epyc_turin is the AMD one") != std::string::npos;
+    device += w.find("no device preset for the GPU at") != std::string::npos;
+  }
+  CHECK(platform == 2);
+  CHECK(device == 2);
 }
 
 TEST_CASE("nccl import: a synthetic bridge is a switch and a bridge below it another (PXB)",
@@ -320,11 +334,13 @@ TEST_CASE("nccl import: missing or unusable link attributes are errors", "[topol
 }
 
 namespace {
-// A GPU on a root port of one cpu, its link as NCCL wrote it.
+// A GPU (an H100 PCIe, which has a device preset) on a root port of one cpu, its link as NCCL
+// wrote it.
 std::string gpu_on_root_port(std::string_view speed, std::string_view width) {
-  return in_cpu(fmt::format(
-      "    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" link_speed=\"{}\" link_width=\"{}\"/>\n",
-      speed, width));
+  return in_cpu(
+      fmt::format("    <pci busid=\"0000:1a:00.0\" class=\"0x030200\" vendor=\"0x10de\" "
+                  "device=\"0x2331\" link_speed=\"{}\" link_width=\"{}\"/>\n",
+                  speed, width));
 }
 }  // namespace
 
@@ -406,6 +422,13 @@ TEST_CASE("nccl import: a real dump from an H200 VM", "[topology][nccl]") {
   REQUIRE(m.result.warnings.size() == 1);  // the width alone was assumed
   CHECK_THAT(m.result.warnings[0], Contains("h200_vm_nccl2.28.9.xml:3:5: warning: link_width: "
                                             "'0' gives no width: x16, as NCCL assumes"));
+  // Its PCI device ID, 0x2335, is the h200 preset's: BAR1 and VRAM as the VM's nvidia-smi -q.
+  CHECK(m.t.devices[0].model == "h200");
+  CHECK_THAT(line_with(m.result.yaml, "name: gpu0"), Contains("model: h200}"));
+  const auto* gpu = m.t.devices[0].spec<gpu::gpu_spec>();
+  REQUIRE(gpu);
+  CHECK(gpu->bar1_bytes == 256ull << 30);
+  CHECK(gpu->vram_bytes == 143771ull << 20);
 }
 
 // The same kind of VM with two H200s joined through an NVSwitch (18 NVLinks each): both GPUs

@@ -179,8 +179,8 @@ TEST_CASE("smi import: p2psim's own matrix of generated machines imports back to
     std::ostringstream printed;
     print_topo_matrix(printed, original);
     INFO(printed.str());
-    const smi_import_result r =
-        import_smi_matrix(printed.str(), c.name + ".txt", options(original.sockets[0].platform_name));
+    const smi_import_result r = import_smi_matrix(printed.str(), c.name + ".txt",
+                                                  options(original.sockets[0].platform_name));
     const topology back = load_yaml(r.yaml);
     REQUIRE(back.devices.size() == original.devices.size());
     const fabric_graph was(original), is(back);
@@ -197,15 +197,16 @@ TEST_CASE("smi import: p2psim's own matrix of generated machines imports back to
 
 TEST_CASE("smi import: bad matrices are refused at the cell", "[smi_import]") {
   const std::string header = "\tGPU0\tGPU1\tGPU2\tCPU Affinity\tNUMA Affinity\n";
-  SECTION("empty") { CHECK_THAT(error_of("").what(), Contains("inline.txt:1:1")); }
+  SECTION("empty") {
+    CHECK_THAT(error_of("").what(), Contains("inline.txt:1:1"));
+  }
   SECTION("no device columns") {
-    CHECK_THAT(error_of("\tCPU Affinity\tNUMA Affinity\n").what(),
-               Contains("no device columns"));
+    CHECK_THAT(error_of("\tCPU Affinity\tNUMA Affinity\n").what(), Contains("no device columns"));
   }
   SECTION("a relation nvidia-smi does not print") {
-    const config::error e = error_of(header + "GPU0\t X \tPIX\tFOO\t0-7\t0\n" +
-                                     "GPU1\tPIX\t X \tPIX\t0-7\t0\nGPU2\tFOO\tPIX\t X \t0-7\t0\n" +
-                                     k_legend);
+    const config::error e =
+        error_of(header + "GPU0\t X \tPIX\tFOO\t0-7\t0\n" +
+                 "GPU1\tPIX\t X \tPIX\t0-7\t0\nGPU2\tFOO\tPIX\t X \t0-7\t0\n" + k_legend);
     CHECK(e.loc.line == 2);
     CHECK(e.loc.column == 14);
     CHECK(e.key == "GPU0/GPU2");
