@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <regex>
 #include <set>
 
 #include "models/device/registry.h"
@@ -14,7 +15,7 @@ namespace fs = std::filesystem;
 device_preset load_device_preset(const std::string& path) {
   config::document doc = config::document::load(path);
   const config::node_reader r = doc.root();
-  device_preset p{.doc = doc};
+  device_preset p(doc);
   const std::string stem = fs::path(path).stem().string();
   p.name = r.str("name", stem);
   if (p.name != stem)
@@ -23,20 +24,16 @@ device_preset load_device_preset(const std::string& path) {
   p.type = r.choice("type", device::kind_names());
   p.description = r.str("description");
   p.source = r.str("source");
-  if (r.has("pci_devices"))
-    for (const std::string& id : r.string_list("pci_devices")) {
-      size_t used = 0;
-      unsigned long v = 0;
-      try {
-        v = std::stoul(id, &used, 16);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != id.size() || id.size() != 4 || v > 0xffff)
-        r.fail("pci_devices", fmt::format("'{}' is not a PCI device ID (four hex digits, as "
-                                          "lspci -n prints after 10de:)",
-                                          id));
-      p.pci_devices.push_back(uint16_t(v));
+  if (r.has("pci_ids"))
+    for (const std::string& id : r.string_list("pci_ids")) {
+      static const std::regex form("([0-9a-f]{4}):([0-9a-f]{4})");
+      std::smatch m;
+      if (!std::regex_match(id, m, form))
+        r.fail("pci_ids", fmt::format("'{}' is not a PCI vendor:device ID (four lower-case hex "
+                                      "digits each, as lspci -n prints them: 10de:2331)",
+                                      id));
+      p.pci_ids.push_back(uint32_t(std::stoul(m[1].str(), nullptr, 16) << 16 |
+                                   std::stoul(m[2].str(), nullptr, 16)));
     }
   return p;  // the settings are read, and unknown keys refused, per device (topology_loader)
 }
@@ -73,11 +70,12 @@ std::vector<std::string> device_preset_finder::names() const {
   return {names.begin(), names.end()};
 }
 
-std::optional<std::string> device_preset_finder::for_pci_device(uint16_t device) {
+std::optional<std::string> device_preset_finder::for_pci_id(uint16_t vendor, uint16_t device) {
+  const uint32_t want = uint32_t(vendor) << 16 | device;
   for (const auto& name : names())
     if (const device_preset* p = find(name))
-      for (uint16_t id : p->pci_devices)
-        if (id == device) return name;
+      for (uint32_t id : p->pci_ids)
+        if (id == want) return name;
   return std::nullopt;
 }
 

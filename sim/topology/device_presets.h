@@ -1,6 +1,6 @@
 // Device presets (topologies/devices/<name>.yaml): one product's settings, such as a GPU's BAR1
 // and VRAM, that a topology's device takes with `model: <name>` (its own keys on top), the PCI
-// device IDs the product answers to (for importers), and the sources of its figures.
+// IDs the product answers to (for importers), and the sources of its figures.
 // docs/formats-topology.md, "Device presets".
 #pragma once
 
@@ -15,9 +15,10 @@
 namespace p2psim::topo {
 
 struct device_preset {
+  explicit device_preset(config::document file) : doc(std::move(file)) {}
   std::string name, type, description, source;
-  std::vector<uint16_t> pci_devices;  // NVIDIA's device IDs (vendor 0x10de)
-  config::document doc;               // the file: its settings are read per device
+  std::vector<uint32_t> pci_ids;  // vendor << 16 | device, as lspci -n prints them (10de:2331)
+  config::document doc;           // the file: its settings are read per device
   config::node_reader settings() const { return doc.root(); }
 };
 
@@ -35,8 +36,8 @@ class device_preset_finder {
   // The preset `name`; nullptr when there is none.
   const device_preset* find(const std::string& name);
   std::vector<std::string> names() const;  // every preset in the directories, sorted
-  // The preset whose pci_devices hold `device` (nullopt: none).
-  std::optional<std::string> for_pci_device(uint16_t device);
+  // The preset whose pci_ids hold vendor:device (nullopt: none).
+  std::optional<std::string> for_pci_id(uint16_t vendor, uint16_t device);
 
  private:
   std::vector<std::string> m_dirs;

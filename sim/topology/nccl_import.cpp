@@ -127,7 +127,7 @@ class importer {
     platform_choice p = choose_platform(id);
     size_t s = m_tree.sockets.size();
     m_tree.sockets.push_back(
-        add({nccl_kind::socket, {}, fmt::format("numaid {}", numa), p.preset, {}}));
+        add({nccl_kind::socket, {}, fmt::format("numaid {}", numa), p.preset, {}, {}}));
     m_tree.entities.back().name = fmt::format("cpu{}", s);
     m_tree.platform_notes.push_back(
         fmt::format("cpu{} (<cpu numaid=\"{}\">, {}): platform {}{}", s, numa, where(cpu), p.preset,
@@ -190,7 +190,7 @@ class importer {
       std::string what = is_synthetic_busid(busid_text) ? " (synthetic: a switch NCCL's file "
                                                           "describes without its real address)"
                                                         : describe_ids(pci);
-      size_t sw = add({nccl_kind::pcie_switch, *bus, id + what, {}, {}});
+      size_t sw = add({nccl_kind::pcie_switch, *bus, id + what, {}, {}, {}});
       add_link(pci, up, sw);
       for (pugi::xml_node child : pci.children("pci")) walk_pci(child, sw, pci);
       // Downstream ports are devices 0..31 of the switch's internal bus.
@@ -227,7 +227,7 @@ class importer {
     }
     std::string comment = id + describe_ids(pci) + net_names(pci);
     size_t dev =
-        add({kind == pci_kind::gpu ? nccl_kind::gpu : nccl_kind::nic, *bus, comment, {}, {}});
+        add({kind == pci_kind::gpu ? nccl_kind::gpu : nccl_kind::nic, *bus, comment, {}, {}, {}});
     if (kind == pci_kind::gpu) choose_model(pci, dev, id);
     add_link(pci, up, dev);
     for (pugi::xml_node child : pci.children("pci"))
@@ -261,21 +261,26 @@ class importer {
     return false;
   }
 
-  // A GPU's device preset, from its PCI device ID (topologies/devices/*.yaml, pci_devices);
+  // A GPU's device preset, from its PCI vendor and device IDs (topologies/devices/*.yaml,
+  // pci_ids);
   // without one it is p2psim's default GPU, which is a warning.
   void choose_model(pugi::xml_node pci, size_t dev, const std::string& id) {
     const std::string vendor = pci.attribute("vendor").value();
     const std::string device = pci.attribute("device").value();
-    unsigned long d = 0;
-    size_t used = 0;
-    try {
-      d = std::stoul(device, &used, 16);
-    } catch (const std::exception&) {
-      used = 0;
-    }
+    auto id16 = [](const std::string& text) -> std::optional<uint16_t> {
+      size_t used = 0;
+      unsigned long v = 0;
+      try {
+        v = std::stoul(text, &used, 16);
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+      if (used != text.size() || v > 0xffff) return std::nullopt;
+      return uint16_t(v);
+    };
     std::optional<std::string> model;
-    if (vendor == "0x10de" && used == device.size() && d <= 0xffff)
-      model = m_device_presets.for_pci_device(uint16_t(d));
+    if (auto v = id16(vendor), d = id16(device); v && d)
+      model = m_device_presets.for_pci_id(*v, *d);
     if (model) {
       m_tree.entities[dev].model = *model;
       return;

@@ -18,8 +18,8 @@ struct nccl_entity {
   pci_busid bus;         // devices are named in bus order
   std::string comment;   // the NCCL bus ID and what else identifies the element
   std::string platform;  // sockets: the preset
-  std::string model;     // GPUs: the device preset of their PCI device ID, if there is one
   std::string name;      // given once the walk is done
+  std::string model;     // GPUs: the device preset of their PCI IDs, if there is one
 };
 
 struct nccl_link {

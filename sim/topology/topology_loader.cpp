@@ -203,7 +203,7 @@ device_params read_device(const node_reader& r, const pcie_defaults& pcie,
   d.control = pcie;
   if (preset) {  // the preset's values first, the device's own over them
     const node_reader p = preset->settings();
-    for (const char* meta : {"name", "type", "description", "source", "pci_devices"})
+    for (const char* meta : {"name", "type", "description", "source", "pci_ids"})
       if (p.has(meta)) p.raw(meta);  // load_device_preset read them
     config::read_params(p, device_settings(), d);
     config::read_params(p, d.settings->parameters());

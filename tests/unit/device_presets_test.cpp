@@ -46,22 +46,23 @@ TEST_CASE("device presets: the shipped ones load, are sourced, and own their PCI
   device_preset_finder presets(device_preset_dirs(k_platforms));
   const auto names = presets.names();
   CHECK(names.size() >= 5);
-  std::set<uint16_t> ids;
+  std::set<uint32_t> ids;
   for (const auto& n : names) {
     INFO(n);
     const device_preset* p = presets.find(n);
     REQUIRE(p);
     CHECK(p->type == "gpu");
     CHECK(p->source.size() > 40);
-    CHECK_FALSE(p->pci_devices.empty());
-    for (uint16_t id : p->pci_devices) CHECK(ids.insert(id).second);  // one preset per ID
+    CHECK_FALSE(p->pci_ids.empty());
+    for (uint32_t id : p->pci_ids) CHECK(ids.insert(id).second);  // one preset per ID
     // Each loads on a device, the way a topology names it.
     const topology t = load_text(fmt::format("  - {{name: gpu0, model: {}}}\n", n));
     CHECK(t.devices[0].model == n);
   }
-  CHECK(presets.for_pci_device(0x2331) == "h100_pcie");
-  CHECK(presets.for_pci_device(0x2335) == "h200");
-  CHECK_FALSE(presets.for_pci_device(0x1db4));
+  CHECK(presets.for_pci_id(0x10de, 0x2331) == "h100_pcie");
+  CHECK(presets.for_pci_id(0x10de, 0x2335) == "h200");
+  CHECK_FALSE(presets.for_pci_id(0x10de, 0x1db4));
+  CHECK_FALSE(presets.for_pci_id(0x15b3, 0x2331));  // another vendor's device 0x2331
   CHECK(presets.find("no_such_gpu") == nullptr);
   CHECK(presets.find("../platforms/skylake_sp") == nullptr);  // names, not paths
 }
@@ -95,8 +96,9 @@ TEST_CASE("device presets: wrong models and types are refused at the key",
 TEST_CASE("device presets: a bad preset file is refused at its own line",
           "[topology][device_presets]") {
   const std::string dir = k_source + "/tests/data/topologies/device_presets";
-  CHECK_THROWS_WITH(load_device_preset(dir + "/bad_pci_id.yaml"),
-                    Contains("bad_pci_id.yaml:4:") && Contains("'23310' is not a PCI device ID"));
+  CHECK_THROWS_WITH(
+      load_device_preset(dir + "/bad_pci_id.yaml"),
+      Contains("bad_pci_id.yaml:4:") && Contains("'10de:23310' is not a PCI vendor:device ID"));
   CHECK_THROWS_WITH(load_device_preset(dir + "/misnamed.yaml"),
                     Contains("preset 'other' must be in a file named other.yaml"));
 }
