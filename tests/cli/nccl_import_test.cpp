@@ -142,3 +142,16 @@ TEST_CASE("import-nccl: topo needs a topology or --import-nccl", "[cli][nccl][ba
   r = run_cli("topo topologies/single_rc.yaml --import-nccl tests/data/nccl/pix_switch.xml");
   CHECK(r.exit_code == 2);
 }
+
+// Issue acceptance, on the H200 VM p2psim recorded (tests/data/hw_probe/README.md): the imported
+// machine keeps its Gen5 link, its GPU's BAR1 (the h200 device preset, from PCI ID 10de:2335)
+// and a modern CPU preset (Emerald Rapids, from family 6 model 0xcf).
+TEST_CASE("import-nccl: an imported H200 VM shows Gen5, its BAR1 and its CPU's preset",
+          "[cli][nccl]") {
+  auto r = run_cli("topo " + import_to("h200_vm_nccl2.28.9.xml", "h200_vm"));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("cpu0 (emerald_rapids)") != std::string::npos);
+  CHECK(r.out.find("root port -> gpu0, Gen5 x16") != std::string::npos);
+  CHECK(r.out.find("gpu0 (GPU): BAR0 16MiB @ 0x4040_0000_0000, BAR1 256GiB") != std::string::npos);
+}
