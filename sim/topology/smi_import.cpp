@@ -167,11 +167,20 @@ class importer {
     std::vector<std::string> lines;
     std::istringstream in{std::string(m_text)};
     for (std::string l; std::getline(in, l);) lines.push_back(strip_escapes(l));
+    // The header is the first line that names a GPU or NIC column (GPU0, NIC0): what comes
+    // before it (the command, a report's "NVIDIA Topology:" title) is not the matrix's.
+    static const std::regex column("(GPU|NIC)[0-9]+");
     size_t i = 0;
-    while (i < lines.size() && lines[i].find_first_not_of(" \t") == std::string::npos) ++i;
+    for (; i < lines.size() && lines[i].find("Legend") == std::string::npos; ++i) {
+      bool names_one = false;
+      for (const field& f : split_fields(lines[i], false))
+        names_one = names_one || std::regex_match(f.text, column);
+      if (names_one) break;
+    }
     if (i == lines.size() || lines[i].find("Legend") != std::string::npos)
-      fail(at(int(std::min(i, lines.size() - 1)) + 1, 1), "",
-           "no device matrix: expected what `nvidia-smi topo -m` prints");
+      fail(at(1, 1), "",
+           "no device matrix: expected what `nvidia-smi topo -m` prints (a header naming GPU0, "
+           "GPU1, ..., then a row per device)");
     read_header(lines[i], int(i) + 1);
     for (size_t r = 0; r < m_devices.size(); ++r) {
       const size_t n = i + 1 + r;

@@ -201,7 +201,16 @@ TEST_CASE("smi import: bad matrices are refused at the cell", "[smi_import]") {
     CHECK_THAT(error_of("").what(), Contains("inline.txt:1:1"));
   }
   SECTION("no device columns") {
-    CHECK_THAT(error_of("\tCPU Affinity\tNUMA Affinity\n").what(), Contains("no device columns"));
+    CHECK_THAT(error_of("\tCPU Affinity\tNUMA Affinity\n").what(),
+               Contains("inline.txt:1:1: error: no device matrix"));
+  }
+  SECTION("lines before the header are not the matrix's") {
+    const smi_import_result r =
+        import_smi_matrix("$ nvidia-smi topo -m\nNVIDIA Topology:\n" + header +
+                              "GPU0\t X \tPIX\tPIX\t0-7\t0\nGPU1\tPIX\t X \tPIX\t0-7\t0\n" +
+                              "GPU2\tPIX\tPIX\t X \t0-7\t0\n" + k_legend,
+                          "inline.txt", options("skylake_sp"));
+    CHECK(classify(load_yaml(r.yaml), "gpu0", "gpu2") == path_type::PIX);
   }
   SECTION("a relation nvidia-smi does not print") {
     const config::error e =
