@@ -4,9 +4,9 @@
 
 #include <filesystem>
 #include <regex>
-#include <set>
 
 #include "models/device/registry.h"
+#include "sim/topology/topology_loader.h"
 
 namespace p2psim::topo {
 
@@ -61,13 +61,7 @@ const device_preset* device_preset_finder::find(const std::string& name) {
 }
 
 std::vector<std::string> device_preset_finder::names() const {
-  std::set<std::string> names;
-  for (const auto& dir : m_dirs) {
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-      if (it->path().extension() == ".yaml") names.insert(it->path().stem().string());
-  }
-  return {names.begin(), names.end()};
+  return available_platforms(m_dirs);  // the YAML files' names, as for platform presets
 }
 
 std::optional<std::string> device_preset_finder::for_pci_id(uint16_t vendor, uint16_t device) {

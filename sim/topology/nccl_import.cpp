@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -419,15 +418,8 @@ nccl_import_result import_nccl_xml(std::string_view xml, const std::string& file
 }
 
 nccl_import_result import_nccl_file(const std::string& path, const nccl_import_options& options) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw config::error({path, 0, 0}, "", "no such file");
-  if (fs::is_directory(path, ec))
-    throw config::error({path, 0, 0}, "", "is a directory, expected an NCCL topology XML file");
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw config::error({path, 0, 0}, "", "cannot read the file");
-  return import_nccl_xml(text.str(), path, options);
+  return import_nccl_xml(detail::read_import_file(path, "an NCCL topology XML file"), path,
+                         options);
 }
 
 }  // namespace p2psim::topo

@@ -48,6 +48,9 @@ std::string one_line(std::string_view s);
 std::string yaml_quoted(std::string_view s);
 // Interconnects named as the vendors call them: qpi, upi or xgmi after the socket's preset.
 std::string interconnect_prefix(const std::string& preset);
+// An importer's input file, whole; config::error when it is missing, a directory (`expected`
+// says what should be there) or unreadable.
+std::string read_import_file(const std::string& path, const std::string& expected);
 // Lines of a list (text, comment) with their comments lined up.
 void write_block(std::ostream& os, const std::vector<std::pair<std::string, std::string>>& rows);
 

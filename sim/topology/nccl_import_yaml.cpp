@@ -3,10 +3,12 @@
 // element's NCCL bus ID as a comment beside it.
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "sim/config/error.h"
 #include "sim/topology/nccl_import_detail.h"
 
 namespace p2psim::topo::detail {
@@ -34,6 +36,18 @@ void write_block(std::ostream& os, const std::vector<std::pair<std::string, std:
     if (!comment.empty()) os << std::string(w - text.size() + 2, ' ') << "# " << comment;
     os << "\n";
   }
+}
+
+std::string read_import_file(const std::string& path, const std::string& expected) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw config::error({path, 0, 0}, "", "no such file");
+  if (std::filesystem::is_directory(path, ec))
+    throw config::error({path, 0, 0}, "", "is a directory, expected " + expected);
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw config::error({path, 0, 0}, "", "cannot read the file");
+  return text.str();
 }
 
 std::string one_line(std::string_view s) {
