@@ -80,7 +80,6 @@ bool starts_affinity_columns(const std::string& s) {
          s.find("Affinity") != std::string::npos;
 }
 
-
 class matrix_reader {
  public:
   matrix_reader(std::string_view text, std::string file) : m_text(text), m_file(std::move(file)) {}

@@ -14,9 +14,9 @@ struct smi_device {
   std::string label;  // as nvidia-smi names it: GPU0, NIC1, mlx5_0
   std::string name;   // in the topology: gpu0, nic1 (given by the import)
   bool gpu = false;
-  config::source_loc loc;  // its row
-  std::string cpus, numa;  // affinity, when the row gives it ("N/A" dropped)
-  std::string nic_name;    // from the NIC legend
+  config::source_loc loc;                 // its row
+  std::string cpus, numa;                 // affinity, when the row gives it ("N/A" dropped)
+  std::string nic_name;                   // from the NIC legend
   std::vector<config::source_loc> cells;  // where each of its row's cells is
 };
 
