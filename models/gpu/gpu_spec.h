@@ -20,6 +20,12 @@ struct gpu_spec {
   double vram_bandwidth_gbs = 900;
   // CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING: kernels that see BAR1 writes in order.
   writes_ordering rdma_ordering = writes_ordering::owner;
+  // What a cuMemcpy costs besides its TLPs (docs/architecture.md, "CUDA copy costs"). None
+  // by default: a GPU's device preset sets what was measured on it.
+  double copy_submit_ns = 0;
+  double copy_launch_ns = 0;
+  double copy_completion_ns = 0;
+  double copy_sync_return_ns = 0;
 };
 
 inline const params::table<gpu_spec>& gpu_spec_params() {
@@ -45,6 +51,18 @@ inline const params::table<gpu_spec>& gpu_spec_params() {
                      "`cuFlushGPUDirectRDMAWrites` or a CPU-side CUDA call (guide 5.7): nobody, "
                      "kernels on this GPU, or every GPU's. The others may see stale, partial or "
                      "reordered data until then."),
+      params::time("copy_submit", &gpu_spec::copy_submit_ns,
+                   "CPU time of a cuMemcpy call in the driver before the GPU is told (its "
+                   "commands written, the doorbell rung); an asynchronous copy returns then."),
+      params::time("copy_launch", &gpu_spec::copy_launch_ns,
+                   "From the doorbell to the copy engine's first request. A copy queued behind "
+                   "another on its stream is launched while that one runs."),
+      params::time("copy_completion", &gpu_spec::copy_completion_ns,
+                   "From a copy's last byte landed to its completion being visible (what the "
+                   "next copy on the stream, an event or the host waits for)."),
+      params::time("copy_sync_return", &gpu_spec::copy_sync_return_ns,
+                   "From a copy's completion to the return of a call blocked on it (a "
+                   "synchronous cuMemcpy, cuStreamSynchronize, cuCtxSynchronize)."),
   };
   return t;
 }

@@ -13,6 +13,12 @@ using namespace sc_core;
 namespace {
 // Where in a socket's memory the driver stages pageable host buffers: its last 256 MiB.
 constexpr uint64_t staging_bytes = 256ull << 20;
+
+// A cost of `ns`; none at all (not even a delta cycle) when it is 0, so GPUs without copy
+// costs run exactly as before they existed.
+void spend(double ns) {
+  if (ns > 0) wait(sc_time(ns, SC_NS));
+}
 }  // namespace
 
 copy_engine_executor::copy_engine_executor(fabric_system& sys, std::vector<gpu::gpu*> gpus)
@@ -21,6 +27,11 @@ copy_engine_executor::copy_engine_executor(fabric_system& sys, std::vector<gpu::
 root_complex::root_complex& copy_engine_executor::socket_of(int gpu) {
   const std::string& name = m_sys.addresses().socket_of.at(std::string(m_gpus.at(gpu)->basename()));
   return *m_sys.find_socket(name);
+}
+
+// The GPU whose copy engine runs a copy: the device side's (the source's between two GPUs).
+const gpu::gpu_params& copy_engine_executor::engine_of(const cuda::copy_request& r) const {
+  return m_gpus.at(r.src_gpu >= 0 ? r.src_gpu : r.dst_gpu)->params();
 }
 
 // One copy-engine job between VRAM and the staging buffer, waited for to the last byte.
@@ -103,37 +114,67 @@ void copy_engine_executor::copy(const cuda::copy_request& r) {
   if (r.bytes > staging_bytes &&
       (r.kind != cuda::copy_kind::device_to_device || r.src_gpu != r.dst_gpu))
     throw std::runtime_error("a host copy larger than the 256 MiB staging buffer");
+  const gpu::gpu_params& engine = engine_of(r);
+  const size_t index = m_times.size();
+  const std::string gpu_name(m_gpus.at(r.src_gpu >= 0 ? r.src_gpu : r.dst_gpu)->basename());
+  m_times.push_back(
+      {transport::now_ps(), 0, 0, gpu_name, m_sys.addresses().socket_of.at(gpu_name)});
   // The source bytes of a host copy are taken now: the application may reuse its buffer.
   std::vector<uint8_t> staged;
   if (r.kind == cuda::copy_kind::host_to_device)
     staged.assign(static_cast<const uint8_t*>(r.host_src),
                   static_cast<const uint8_t*>(r.host_src) + r.bytes);
-  queue& q = m_queues[{r.pid, r.ctx, r.stream}];
+  spend(engine.copy_submit_ns);  // the driver, in the caller's thread
+  const stream_key key{r.pid, r.ctx, r.stream};
+  queue& q = m_queues[key];
+  q.gpu = r.src_gpu >= 0 ? r.src_gpu : r.dst_gpu;
   const uint64_t ticket = q.issued++;
-  auto body = [this, r, staged, ticket, key = stream_key{r.pid, r.ctx, r.stream}] {
+  // From the doorbell: the engine fetches the copy while the copies ahead of it on the stream
+  // run, so it starts at the later of its launch and their completion.
+  auto body = [this, r, staged, ticket, key, index, &engine] {
+    spend(engine.copy_launch_ns);
     while (m_queues[key].finished != ticket) wait(m_progress);  // stream order
     run(r, staged);
+    spend(engine.copy_completion_ns);
+    m_times[index].complete_ps = transport::now_ps();
     ++m_queues[key].finished;
     m_progress.notify(SC_ZERO_TIME);
   };
   if (r.complete_on_return) {
     body();
+    spend(engine.copy_sync_return_ns);
   } else {
     sc_spawn(body);  // returns once queued; the copy runs on (guide 5.7)
   }
+  m_times[index].return_ps = transport::now_ps();
+}
+
+void copy_engine_executor::drain() {
+  auto pending = [&] {
+    for (const auto& [key, q] : m_queues)
+      if (q.finished != q.issued) return true;
+    return false;
+  };
+  while (pending()) wait(m_progress);
 }
 
 void copy_engine_executor::synchronize(const cuda::sync_request& r) {
-  auto pending = [&] {
+  // The latest pending queue's GPU: whose wake-up the caller pays once it waited.
+  auto pending = [&]() -> const queue* {
     for (const auto& [key, q] : m_queues) {
       auto [pid, ctx, stream] = key;
       if (pid != r.pid || ctx != r.ctx) continue;
       if (!r.whole_context && stream != r.stream) continue;
-      if (q.finished != q.issued) return true;
+      if (q.finished != q.issued) return &q;
     }
-    return false;
+    return nullptr;
   };
-  while (pending()) wait(m_progress);
+  int waited_on = -1;
+  for (const queue* q; (q = pending());) {
+    waited_on = q->gpu;
+    wait(m_progress);
+  }
+  if (waited_on >= 0) spend(m_gpus.at(waited_on)->params().copy_sync_return_ns);
 }
 
 }  // namespace p2psim::core

@@ -71,6 +71,14 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
     s.offset = r.size("offset", 0);
     s.size = r.size("size", 0);  // 0: to the end of the buffer
     s.async = r.boolean("async", false);
+    if (s.call != "cuMemcpyDtoD")
+      s.pinned = r.choice("host", {"pageable", "pinned"}, "pageable") == "pinned";
+    s.name = r.str("name", "");  // names the copy in the results
+    if (!s.name.empty()) {
+      if (names.copies.count(s.name) || transfers.count(s.name) || buffers.count(s.name))
+        r.fail("name", "'" + s.name + "' already names a buffer, a dma step or a copy");
+      names.copies.insert(s.name);
+    }
     if (s.call == "cuMemcpyDtoD") {
       s.to = r.str("to");
       if (!buffers.count(s.to)) r.fail("to", "no buffer '" + s.to + "' was allocated earlier");

@@ -155,6 +155,9 @@ void program_runner::main() {
   m_doing = "waiting for the program's DMAs";
   for (const auto& d : m_dmas)  // let every DMA the program started finish
     while (!d.done) wait(m_dma_done);
+  m_doing = "waiting for the program's copies";
+  m_copies->drain();
+  for (const auto& c : m_pending_checks) check_host_bytes(c);
   m_doing.clear();
 }
 

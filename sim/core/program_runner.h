@@ -17,6 +17,7 @@
 #include "models/driver/peer/regcache.h"
 #include "sim/core/copy_engine_executor.h"
 #include "sim/core/program.h"
+#include "sim/core/result.h"
 #include "sim/core/system.h"
 
 namespace p2psim::core {
@@ -34,6 +35,8 @@ class program_runner : public sc_core::sc_module {
   ~program_runner() override;
   // Steps, driver and cache counters, BAR1 use per GPU, DMA results (for JSON and report).
   nlohmann::json results() const;
+  // The named cuMemcpy steps, as transfers: each one's time and rate (program_steps.cpp).
+  std::vector<bandwidth_result> copy_results() const;
   // One line per failed expectation or lost byte; empty when the program ran as expected.
   const std::vector<std::string>& errors() const { return m_errors; }
   // The step it was in if it never finished (empty when it did).
@@ -72,6 +75,13 @@ class program_runner : public sc_core::sc_module {
   std::string cuda_step(const step_spec& s, int pid);
   std::string dma(const step_spec& s, int pid, size_t result_index);
   std::string memcpy_step(const step_spec& s);
+  // A cuMemcpyDtoH's bytes against what the program had copied into the buffer.
+  struct host_check {
+    std::string where, buffer;
+    const uint8_t* host = nullptr;  // the copy's destination
+    std::vector<uint8_t> expected;
+  };
+  void check_host_bytes(const host_check& c);
   void note_dma_errors(const dma_result& d);  // lost, refused, ... bytes: errors of the run
   uint64_t verify(const buffer& b, uint64_t offset, uint64_t length, uint64_t local, bool write);
   // Where a buffer's bytes live in VRAM, page piece by page piece (kept across a free).
@@ -146,6 +156,14 @@ class program_runner : public sc_core::sc_module {
   std::map<int, CUcontext> m_contexts;                   // the last context each process created
   std::map<std::string, std::vector<uint8_t>> m_images;  // what cuMemcpy put in each buffer
   std::unique_ptr<copy_engine_executor> m_copies;
+  struct named_copy {
+    std::string name, call;
+    uint64_t bytes = 0;
+    bool async = false;
+    size_t index = 0;  // in m_copies->times()
+  };
+  std::vector<named_copy> m_named_copies;
+  std::vector<host_check> m_pending_checks;  // async copies into pinned memory
   struct registration {
     peer::kmd_region* region = nullptr;
     int pid = 0;  // whose cache holds it

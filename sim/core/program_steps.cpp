@@ -71,33 +71,53 @@ std::string program_runner::cuda_step(const step_spec& s, int pid) {
 }
 
 // Copies through the CUDA API (and so through the GPU's copy engine on the fabric). The
-// program remembers what it copied into each buffer and checks what comes back out.
+// program remembers what it copied into each buffer and checks what comes back out: at once
+// for a copy complete on return, after the program for one into pinned memory still running.
 std::string program_runner::memcpy_step(const step_spec& s) {
   auto it = m_buffers.find(s.buffer);
   const buffer b = it == m_buffers.end() ? buffer{0, 0, 0, false} : it->second;
   const uint64_t len = s.size ? s.size : b.size - std::min(s.offset, b.size);
   auto& image = m_images[s.buffer];
   image.resize(std::max<uint64_t>(image.size(), b.size));
-  if (s.call == "cuMemcpyHtoD") {
-    const std::vector<uint8_t> host = pattern_bytes(m_seed + m_steps.size(), len);
-    CUresult r = s.async ? cuMemcpyHtoDAsync(b.va + s.offset, host.data(), len, nullptr)
-                         : cuMemcpyHtoD(b.va + s.offset, host.data(), len);
-    if (r == CUDA_SUCCESS) std::copy(host.begin(), host.end(), image.begin() + s.offset);
+  const size_t copies_before = m_copies->times().size();
+  auto note_copy = [&](CUresult r) {
+    if (r == CUDA_SUCCESS && !s.name.empty() && m_copies->times().size() > copies_before)
+      m_named_copies.push_back({s.name, s.call, len, s.async, copies_before});
     return step_result(r);
+  };
+  // The host side: the program's own (pageable) memory, or a block of cuMemAllocHost's that
+  // lives to the end of the run (an asynchronous copy may still be reading or writing it).
+  std::vector<uint8_t> pageable;
+  uint8_t* host = nullptr;
+  if (s.call != "cuMemcpyDtoD") {
+    if (s.pinned) {
+      void* p = nullptr;
+      if (CUresult r = cuMemAllocHost(&p, len); r != CUDA_SUCCESS) return step_result(r);
+      host = static_cast<uint8_t*>(p);
+    } else {
+      pageable.resize(len);
+      host = pageable.data();
+    }
+  }
+  if (s.call == "cuMemcpyHtoD") {
+    const std::vector<uint8_t> bytes = pattern_bytes(m_seed + m_steps.size(), len);
+    std::copy(bytes.begin(), bytes.end(), host);
+    CUresult r = s.async ? cuMemcpyHtoDAsync(b.va + s.offset, host, len, nullptr)
+                         : cuMemcpyHtoD(b.va + s.offset, host, len);
+    if (r == CUDA_SUCCESS) std::copy(bytes.begin(), bytes.end(), image.begin() + s.offset);
+    return note_copy(r);
   }
   if (s.call == "cuMemcpyDtoH") {
-    std::vector<uint8_t> host(len);
-    CUresult r = s.async ? cuMemcpyDtoHAsync(host.data(), b.va + s.offset, len, nullptr)
-                         : cuMemcpyDtoH(host.data(), b.va + s.offset, len);
-    if (r != CUDA_SUCCESS) return step_result(r);
-    uint64_t bad = 0;
-    for (uint64_t i = 0; i < len; ++i) bad += host[i] != image[s.offset + i];
-    if (bad)
-      m_errors.push_back(
-          fmt::format("{}: cuMemcpyDtoH of {} read {} bytes that differ from what "
-                      "the program copied in",
-                      s.loc.str(), s.buffer, bad));
-    return "ok";
+    CUresult r = s.async ? cuMemcpyDtoHAsync(host, b.va + s.offset, len, nullptr)
+                         : cuMemcpyDtoH(host, b.va + s.offset, len);
+    if (r != CUDA_SUCCESS) return note_copy(r);
+    host_check check{s.loc.str(), s.buffer, host, {}};
+    check.expected.assign(image.begin() + s.offset, image.begin() + s.offset + len);
+    if (s.pinned && s.async)
+      m_pending_checks.push_back(std::move(check));  // checked once the copies are done
+    else
+      check_host_bytes(check);
+    return note_copy(r);
   }
   auto dst = m_buffers.find(s.to);
   const buffer d = dst == m_buffers.end() ? buffer{0, 0, 0, false} : dst->second;
@@ -108,7 +128,39 @@ std::string program_runner::memcpy_step(const step_spec& s) {
     to.resize(std::max<uint64_t>(to.size(), d.size));
     std::copy(image.begin() + s.offset, image.begin() + s.offset + len, to.begin() + s.offset);
   }
-  return step_result(r);
+  return note_copy(r);
+}
+
+void program_runner::check_host_bytes(const host_check& c) {
+  uint64_t bad = 0;
+  for (size_t i = 0; i < c.expected.size(); ++i) bad += c.host[i] != c.expected[i];
+  if (bad)
+    m_errors.push_back(
+        fmt::format("{}: cuMemcpyDtoH of {} read {} bytes that differ from what "
+                    "the program copied in",
+                    c.where, c.buffer, bad));
+}
+
+std::vector<bandwidth_result> program_runner::copy_results() const {
+  std::vector<bandwidth_result> out;
+  for (const auto& c : m_named_copies) {
+    const auto& t = m_copies->times().at(c.index);
+    // What the caller waited, for a synchronous call; for an asynchronous one, the time to
+    // its completion: what CUDA events around it measure.
+    const uint64_t end = c.async ? t.complete_ps : t.return_ps;
+    bandwidth_result b;
+    b.transfer = c.name;
+    b.src = t.engine;
+    b.dst = c.call == "cuMemcpyDtoD" ? t.engine : t.host;
+    b.op = c.call == "cuMemcpyHtoD" ? "read" : "write";  // seen from the copy engine
+    b.bytes = c.bytes;
+    b.seconds = end > t.call_ps ? (end - t.call_ps) * 1e-12 : 0;
+    b.gbps = b.seconds > 0 ? c.bytes / b.seconds * 1e-9 : 0;
+    b.call = c.call;
+    b.async = c.async;
+    out.push_back(b);
+  }
+  return out;
 }
 
 std::vector<program_runner::vram_piece> program_runner::vram_pieces(const buffer& b,

@@ -30,7 +30,8 @@ std::vector<std::string> devices_of(const run_result& r) {
   auto add = [&](const std::string& n) {
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   };
-  for (const auto& b : r.bandwidth) add(b.src), add(b.dst);
+  for (const auto& b : r.bandwidth)
+    if (b.call.empty()) add(b.src), add(b.dst);
   for (const auto& l : r.latency) add(l.src), add(l.dst);
   // Natural order, as nvidia-smi lists devices: gpu2 before gpu10.
   std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
@@ -117,6 +118,24 @@ void print_program(std::ostream& os, const nlohmann::json& p) {
       os << fmt::format("    driver: {}: {}\n", e["what"].get<std::string>(),
                         e["detail"].get<std::string>());
   os << "\n";
+}
+
+// A program's named cuMemcpy steps: what each took, as CUDA would time it.
+void print_copies(std::ostream& os, const run_result& r) {
+  bool any = false;
+  for (const auto& b : r.bandwidth) {
+    if (b.call.empty()) continue;
+    if (!any)
+      os << fmt::format("CUDA copies\n    {:<16}{:<20}{:<6}{:>12}{:>12}{:>10}\n", "name", "call",
+                        "GPU", "bytes", "us", "GB/s");
+    any = true;
+    os << fmt::format("    {:<16}{:<20}{:<6}{:>12}{:>12.3f}{:>10.2f}\n", b.transfer,
+                      b.call + (b.async ? "Async" : ""), b.src, b.bytes, b.seconds * 1e6, b.gbps);
+  }
+  if (any)
+    os << "    (us: from the call to its return for a synchronous copy, to the copy's completion\n"
+          "     for an asynchronous one, as CUDA events around it measure; docs/architecture.md,\n"
+          "     \"CUDA copy costs\")\n\n";
 }
 
 // The scenario's matrix as p2pBandwidthLatencyTest prints it: the listed devices in their
@@ -207,7 +226,8 @@ void print_run(std::ostream& os, const run_result& r, const transfer_matrix* sce
   os << "\n";
   auto names = devices_of(r);
   std::map<std::pair<std::string, std::string>, double> wr, rd, wl, rl;
-  for (const auto& b : r.bandwidth) (b.op == "write" ? wr : rd)[{b.src, b.dst}] = b.gbps;
+  for (const auto& b : r.bandwidth)
+    if (b.call.empty()) (b.op == "write" ? wr : rd)[{b.src, b.dst}] = b.gbps;
   for (const auto& l : r.latency) (l.op == "write" ? wl : rl)[{l.src, l.dst}] = l.ns / 1000.0;
   matrix(os, "Unidirectional P2P write bandwidth (GB/s), initiator (row) -> target (column)", names,
          wr, 2);
@@ -222,6 +242,7 @@ void print_run(std::ostream& os, const run_result& r, const transfer_matrix* sce
   }
   if (scenario_matrix) print_transfer_matrix(os, r, *scenario_matrix);
   if (!r.program.is_null()) print_program(os, r.program);
+  print_copies(os, r);
   print_busiest_links(os, r);
   os << fmt::format("Simulated {:.3f} ms, {} TLPs, {:.2f} s wall ({:.0f} TLPs/s)\n",
                     r.simulated_ns / 1e6, r.tlps, r.wall_seconds,

@@ -11,7 +11,7 @@ json to_json(const run_result& r) {
   j["topology_file"] = r.topology_file;
   j["description"] = r.description;
   j["bandwidth"] = json::array();
-  for (const auto& b : r.bandwidth)
+  for (const auto& b : r.bandwidth) {
     j["bandwidth"].push_back({{"transfer", b.transfer},
                               {"src", b.src},
                               {"dst", b.dst},
@@ -24,6 +24,11 @@ json to_json(const run_result& r) {
                               {"path", b.path},
                               {"class", b.topology_class},
                               {"topology", r.topology}});
+    if (!b.call.empty()) {
+      j["bandwidth"].back()["call"] = b.call;
+      j["bandwidth"].back()["async"] = b.async;
+    }
+  }
   j["latency"] = json::array();
   for (const auto& l : r.latency)
     j["latency"].push_back({{"src", l.src},
@@ -68,6 +73,8 @@ run_result run_result_from_json(const json& j) {
     x.failed_bytes = b.value("failed_bytes", 0ull);
     x.mismatched_bytes = b.value("mismatched_bytes", 0ull);
     x.path = b.value("path", "");
+    x.call = b.value("call", "");
+    x.async = b.value("async", false);
     x.topology_class = b.value("class", 0);
     r.bandwidth.push_back(x);
   }

@@ -21,6 +21,11 @@ struct bandwidth_result {
   uint64_t mismatched_bytes = 0;  // arrived but differ from the source
   std::string path;        // nvidia-smi class of the path (PIX ... SYS), "" if not device-device
   int topology_class = 0;  // GPUDirect RDMA 13.3, 5.4: 1, 2 or 3
+  // A program's named cuMemcpy step (cuMemcpyHtoD, ...): src is the GPU whose copy engine
+  // ran it, and the time is what its caller waited (synchronous) or its completion (async).
+  // "" for a DMA transfer.
+  std::string call;
+  bool async = false;
 };
 
 struct latency_result {

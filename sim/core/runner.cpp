@@ -378,6 +378,7 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
   }
   if (prog) {
     r.program = prog->results();
+    for (auto& c : prog->copy_results()) r.bandwidth.push_back(std::move(c));
     for (const auto& e : prog->errors()) r.errors.push_back(e);
   }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

@@ -16,9 +16,9 @@ const char* unit_of(figure f) {
 }
 
 const std::vector<std::string>& validation_classes() {
-  static const std::vector<std::string> classes = {"link-limited DMA",       "host DMA curves",
-                                                   "root-complex P2P",       "cross-socket",
-                                                   "small-transfer latency", "switch latency"};
+  static const std::vector<std::string> classes = {
+      "link-limited DMA",       "host DMA curves", "root-complex P2P", "cross-socket",
+      "small-transfer latency", "switch latency",  "CUDA copies"};
   return classes;
 }
 

@@ -32,6 +32,12 @@ nlohmann::json summary_json(const error_summary& s) {
   auto num = [](double e) { return std::isinf(e) ? nlohmann::json(nullptr) : nlohmann::json(e); };
   return {{"rows", s.rows}, {"median_abs_error", num(s.median)}, {"worst_abs_error", num(s.worst)}};
 }
+// A time of 10 us or more in us, so that it reads like the measured column.
+std::string simulated_text(double value, figure f) {
+  if (f == figure::time && value >= 10'000) return fmt::format("{:.4g} us", value / 1000);
+  return fmt::format("{:.4g} {}", value, unit_of(f));
+}
+
 }  // namespace
 
 validation_summary summarize(const std::vector<row_result>& results) {
@@ -59,8 +65,7 @@ std::string text_report(const std::vector<row_result>& results, const validation
                                 "simulated", "error");
   for (const row_result& r : results) {
     const measurement& m = *r.row;
-    const std::string sim =
-        r.simulated ? fmt::format("{:.4g} {}", *r.simulated, unit_of(m.what)) : "-";
+    const std::string sim = r.simulated ? simulated_text(*r.simulated, m.what) : "-";
     const std::string mark = abs_error(r) > row_error_limit ? "  <- over 15%" : "";
     out += fmt::format("{:<30} {:<22} {:>18} {:>12} {:>8}{}{}\n", m.id, m.cls, m.measured.text, sim,
                        percent(abs_error(r) * (r.error < 0 ? -1 : 1)),

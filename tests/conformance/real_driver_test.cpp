@@ -1,6 +1,6 @@
 // The CUDA model against the real CUDA driver: tools/cuda_probe/probe.cpp runs the same
-// driver-API sequences here, on p2psim's model, as it ran on an H100 (driver 580, CUDA 13);
-// the transcript must match tests/data/cuda_probe/h100_cuda13.txt line for line. Where they
+// driver-API sequences here, on p2psim's model, as it ran on an H200 (driver 580, CUDA 13);
+// the transcript must match tests/data/cuda_probe/h200_cuda13.txt line for line. Where they
 // differ, the model is wrong (docs/driver-model.md, "Checked on real hardware").
 #include <algorithm>
 #include <fstream>
@@ -22,7 +22,7 @@ using namespace p2psim::test;
 namespace {
 
 // Lines whose result is compared but not their value, and why. The model's GPU advertises
-// only what the model implements: it has no managed memory, VMM API or dma-buf, which an H100
+// only what the model implements: it has no managed memory, VMM API or dma-buf, which an H200
 // has, so it must not claim them.
 const std::map<std::string, std::string> value_not_compared = {
     {"cuDeviceGetAttribute(83, dev=0)", "MANAGED_MEMORY: managed memory is not modelled"},
@@ -32,7 +32,7 @@ const std::map<std::string, std::string> value_not_compared = {
 };
 
 std::vector<std::string> real_transcript() {
-  std::ifstream in(P2PSIM_SOURCE_DIR "/tests/data/cuda_probe/h100_cuda13.txt");
+  std::ifstream in(P2PSIM_SOURCE_DIR "/tests/data/cuda_probe/h200_cuda13.txt");
   REQUIRE(in.good());
   std::vector<std::string> lines;
   for (std::string l; std::getline(in, l);)
@@ -62,11 +62,11 @@ bool same(const std::string& real, const std::string& model) {
 
 }  // namespace
 
-TEST_CASE("CUDA model matches the real driver's transcript (H100, driver 580, CUDA 13)",
+TEST_CASE("CUDA model matches the real driver's transcript (H200, driver 580, CUDA 13)",
           "[cuda][real-driver]") {
   world_config c = gpus(1);
   c.gpu.vram_bytes = 1ull << 30;  // room for the probe's 100 MiB and larger allocations
-  c.gpu.name = "NVIDIA H100 80GB HBM3";
+  c.gpu.name = "NVIDIA H200";
   world w(c);
   std::vector<std::string> model;
   cuda_probe::run([&](const std::string& s) { model.push_back(s); });
@@ -83,7 +83,7 @@ TEST_CASE("CUDA model matches the real driver's transcript (H100, driver 580, CU
     if (++differences > 40) continue;
     diff << "line " << i + 1 << ":\n  real:  " << r << "\n  model: " << m << "\n";
   }
-  INFO("transcript differences (real H100 vs model), " << differences << " in all:\n"
+  INFO("transcript differences (real H200 vs model), " << differences << " in all:\n"
                                                        << diff.str());
   CHECK(real.size() == model.size());
   CHECK(differences == 0);

@@ -189,6 +189,7 @@ void probe::run() {
   sync_memops();
   address_range_and_free();
   copies();
+  host_memory();
   streams_and_flush();
   destroyed_contexts();
   line("== end");

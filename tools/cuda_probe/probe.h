@@ -101,6 +101,7 @@ class probe {
   void sync_memops();
   void address_range_and_free();
   void copies();
+  void host_memory();
   void streams_and_flush();
   void destroyed_contexts();
 

@@ -310,6 +310,101 @@ void probe::copies() {
   line("cuCtxSynchronize -> " + res(cuCtxSynchronize()));
 }
 
+// Pinned host memory: what the copy probes of tools/hw_probe copy through.
+void probe::host_memory() {
+  line("== pinned host memory");
+  fresh_context("H");
+  void* h = nullptr;
+  line("cuMemAllocHost(NULL, 4096) -> " + res(cuMemAllocHost(nullptr, 4096)));
+  line("cuMemAllocHost(size=0) -> " + res(cuMemAllocHost(&h, 0)));
+  h = nullptr;
+  CUresult r = cuMemAllocHost(&h, 8192);
+  line(fmt("cuMemAllocHost(8192) -> %s null=%s", res(r).c_str(), h ? "no" : "yes"));
+  if (r != CUDA_SUCCESS) return;
+  auto* bytes = static_cast<unsigned char*>(h);
+  for (int i = 0; i < 8192; ++i) bytes[i] = (unsigned char)(i * 5 + 3);
+  const int a = alloc(8192, " a");
+  const CUdeviceptr pa = m_allocs[a].va;
+  line("cuMemcpyHtoD(a, pinned, 8192) -> " + res(cuMemcpyHtoD(pa, h, 8192)));
+  std::vector<unsigned char> want(bytes, bytes + 8192);
+  std::memset(h, 0, 8192);
+  r = cuMemcpyDtoH(h, pa, 8192);
+  line(fmt("cuMemcpyDtoH(pinned, a, 8192) -> %s equal=%s", res(r).c_str(),
+           std::memcmp(h, want.data(), 8192) == 0 ? "yes" : "no"));
+  CUstream s = nullptr;
+  line("cuStreamCreate(0) -> " + res(cuStreamCreate(&s, 0)));
+  line("cuMemcpyDtoHAsync(pinned) -> " + res(cuMemcpyDtoHAsync(h, pa, 8192, s)));
+  line("cuStreamSynchronize -> " + res(cuStreamSynchronize(s)));
+  line("cuStreamDestroy -> " + res(cuStreamDestroy(s)));
+  unsigned int type = 0;
+  r = cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)h);
+  line(fmt("cuPointerGetAttribute(MEMORY_TYPE, pinned) -> %s type=%u", res(r).c_str(), type));
+  // Every attribute of a byte inside it: the result, and what the value is where it is stable.
+  CUcontext ctx = nullptr;
+  cuCtxGetCurrent(&ctx);
+  const CUdeviceptr p100 = (CUdeviceptr)(uintptr_t)(bytes + 100);
+  for (int attr = 1; attr <= 15; ++attr) {
+    unsigned long long v[4] = {};
+    r = cuPointerGetAttribute(v, (CUpointer_attribute)attr, p100);
+    std::string what;
+    if (r == CUDA_SUCCESS) {
+      const unsigned long long base = (uintptr_t)h;
+      switch (attr) {
+        case 1: {
+          CUcontext got = nullptr;
+          std::memcpy(&got, v, sizeof got);
+          what = got == ctx ? " current" : " other";
+          break;
+        }
+        case 3:
+        case 4:
+          what = v[0] == p100 ? " =ptr" : v[0] == base ? " =base" : " other";
+          break;
+        case 7:
+          what = v[0] ? " nonzero" : " zero";
+          break;
+        case 11:
+          what = v[0] == base ? " =base" : " other";
+          break;
+        case 5:
+          break;
+        default:
+          what = fmt(" value=%llu", attr == 12 ? v[0] : v[0] & 0xffffffffull);
+      }
+    }
+    line(fmt("cuPointerGetAttribute(attr=%d, pinned+100) -> %s%s", attr, res(r).c_str(),
+             what.c_str()));
+  }
+  {
+    CUpointer_attribute at[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                 CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    unsigned int mt = 99;
+    void* hp = nullptr;
+    int ord = 99;
+    void* data[3] = {&mt, &hp, &ord};
+    r = cuPointerGetAttributes(3, at, data, p100);
+    line(
+        fmt("cuPointerGetAttributes(MEMORY_TYPE, HOST_POINTER, DEVICE_ORDINAL, pinned+100) -> "
+            "%s type=%u host=%s ordinal=%d",
+            res(r).c_str(), mt, (uintptr_t)hp == p100 ? "=ptr" : "other", ord));
+  }
+  line("cuMemFreeHost(pinned+16) -> " + res(cuMemFreeHost(bytes + 16)));
+  line("cuMemFreeHost(pinned) -> " + res(cuMemFreeHost(h)));
+  type = 0;
+  r = cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)h);
+  line("cuPointerGetAttribute(MEMORY_TYPE, freed pinned) -> " + res(r));
+  line("cuMemFreeHost(pinned) again -> " + res(cuMemFreeHost(h)));
+  line("cuMemFreeHost(NULL) -> " + res(cuMemFreeHost(nullptr)));
+  char stack[16];
+  line("cuMemFreeHost(stack) -> " + res(cuMemFreeHost(stack)));
+  CUcontext current = nullptr;
+  cuCtxGetCurrent(&current);
+  cuCtxSetCurrent(nullptr);
+  line("cuMemAllocHost(4096) without context -> " + res(cuMemAllocHost(&h, 4096)));
+  cuCtxSetCurrent(current);
+}
+
 void probe::streams_and_flush() {
   line("== streams and flush");
   CUstream s = nullptr;

@@ -2,7 +2,8 @@
 # Records a machine with an NVIDIA GPU for p2psim's validation (tools/hw_probe/README.md):
 #   run.sh OUTDIR
 # writes OUTDIR/system.txt (date, kernel, nvidia-smi, nvcc), nvidia-smi-q.txt, topo-m.txt,
-# pcie_config.txt (pcie_config.py), copy_curves.txt (copy_probe.cu) and nccl_topo.xml with
+# pcie_config.txt (pcie_config.py), copy_curves.txt (copy_probe.cu), latency.txt (latency_probe.cu),
+# sync_<policy>.txt (sync_probe.cu, one per host wait policy) and nccl_topo.xml with
 # nccl.log (nccl_topo_dump.py).
 set -u
 out=${1:?usage: run.sh OUTDIR}
@@ -27,3 +28,9 @@ sleep 20
 echo "# while copying:" >>"$out/system.txt"
 nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.width.current --format=csv >>"$out/system.txt" 2>&1
 wait $probe
+nvcc -O2 -std=c++17 -o /tmp/latency_probe "$here/latency_probe.cu" || exit 1
+/tmp/latency_probe >"$out/latency.txt" 2>&1
+nvcc -O2 -std=c++17 -o /tmp/sync_probe "$here/sync_probe.cu" || exit 1
+for policy in auto spin yield blocking; do
+  /tmp/sync_probe $policy >"$out/sync_$policy.txt" 2>&1
+done

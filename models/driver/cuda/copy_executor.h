@@ -28,9 +28,10 @@ struct copy_request {
   CUcontext ctx = nullptr;  // current when the copy was issued
   int src_gpu = -1;         // -1: the source is host memory
   int dst_gpu = -1;         // -1: the destination is host memory
-  // Host buffers are the application's: valid only during copy(). An executor that defers
-  // the copy must take the source bytes now and may write the destination only before it
-  // returns (copies to host memory are always complete on return, see below).
+  // Host buffers are the application's. Pageable ones are valid only during copy(): an
+  // executor that defers the copy must take the source bytes now, and a copy into pageable
+  // memory is complete on return (see below). A pinned one (cuMemAllocHost) stays valid until
+  // the copy completes: cuMemFreeHost waits for the process's copies first.
   const void* host_src = nullptr;
   void* host_dst = nullptr;
   CUdeviceptr src_va = 0, dst_va = 0;  // the device pointers as the application gave them
@@ -41,12 +42,14 @@ struct copy_request {
   // SYNC_MEMOPS of the device allocations involved, and CU_CTX_SYNC_MEMOPS of the context.
   bool src_sync_memops = false, dst_sync_memops = false, ctx_sync_memops = false;
   // Whether the copy must be complete, i.e. visible through BAR1 mappings, when the API call
-  // returns (guide 5.7). The CUDA model sets it: always for a copy into (pageable) host
-  // memory; for any other synchronous copy only when SYNC_MEMOPS is set on a device side or
-  // the context, since cuMemcpyDtoD and HtoD from pageable memory otherwise return once the
-  // copy is queued or staged. Async copies are never upgraded: SYNC_MEMOPS is about
-  // synchronous memory operations only.
+  // returns (guide 5.7). The CUDA model sets it: for a copy into pageable host memory, and
+  // a synchronous one into pinned memory; for a synchronous copy out of pinned memory; for
+  // any other synchronous copy only when SYNC_MEMOPS is set on a device side or the context,
+  // since cuMemcpyDtoD and HtoD from pageable memory otherwise return once the copy is queued
+  // or staged. Async copies are never upgraded: SYNC_MEMOPS is about synchronous memory
+  // operations only.
   bool complete_on_return = false;
+  bool host_pinned = false;  // the host side is cuMemAllocHost memory
 };
 
 // What a synchronizing call waits for: one stream, or all work of a context.

@@ -173,6 +173,8 @@ CUresult cuCtxSynchronize(void);
 CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize);
 CUresult cuMemFree(CUdeviceptr dptr); /* runs nv-p2p free callbacks first (guide 5.3) */
 CUresult cuMemGetAddressRange(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr);
+CUresult cuMemAllocHost(void** pp, size_t bytesize); /* page-locked; needs no context */
+CUresult cuMemFreeHost(void* p);
 
 /* ---- pointer attributes (guide 7.2) ---- */
 CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr);

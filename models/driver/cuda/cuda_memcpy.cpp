@@ -89,8 +89,17 @@ CUresult issue(copy_kind kind, CUdeviceptr dst_va, void* host_dst, CUdeviceptr s
   r.src_sync_memops = sa && sa->sync_memops;
   r.dst_sync_memops = da && da->sync_memops;
   r.ctx_sync_memops = c->flags & CU_CTX_SYNC_MEMOPS;
-  r.complete_on_return = kind == copy_kind::device_to_host ||
-                         (!async && (r.src_sync_memops || r.dst_sync_memops || r.ctx_sync_memops));
+  r.host_pinned =
+      (host_src && pinned_range(host_src, bytes)) || (host_dst && pinned_range(host_dst, bytes));
+  // Pageable host memory is staged: a copy into it completes before the call returns, one
+  // out of it returns once staged. A copy engine reaches pinned memory itself: synchronous
+  // copies complete on return, asynchronous ones run on.
+  const bool sync_memops = r.src_sync_memops || r.dst_sync_memops || r.ctx_sync_memops;
+  if (async)
+    r.complete_on_return = kind == copy_kind::device_to_host && !r.host_pinned;
+  else
+    r.complete_on_return = kind == copy_kind::device_to_host || sync_memops ||
+                           (kind == copy_kind::host_to_device && r.host_pinned);
   for (uint64_t done = 0; done < bytes;) {
     copy_segment s{done, done, bytes - done};
     if (src_dev) {

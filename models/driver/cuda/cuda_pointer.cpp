@@ -1,7 +1,8 @@
 // Pointer attributes (GPUDirect RDMA 13.3, 5.6 tokens, 5.7 SYNC_MEMOPS, 6.5 buffer ID tag
 // check, 7.2 Userspace API). A pointer is valid when it lies in a live cuMemAlloc allocation
-// of the calling process; anything else (a freed pointer, a host pointer, another process's
-// allocation) is "not GPU memory": CUDA_ERROR_INVALID_VALUE, which 6.5's tag check relies on.
+// of the calling process, or in its pinned host memory (cuda_host_memory.cpp); anything else
+// (a freed pointer, pageable memory, another process's allocation) is unknown to CUDA:
+// CUDA_ERROR_INVALID_VALUE, which 6.5's tag check relies on.
 #include "models/driver/cuda/cuda_state.h"
 
 using namespace p2psim::cuda::detail;
@@ -146,8 +147,10 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevi
   if (CUresult r = check_init()) return r;
   if (!data) return CUDA_ERROR_INVALID_VALUE;
   auto* a = allocation_at(ptr);
-  if (!a) return CUDA_ERROR_INVALID_VALUE;  // freed, host or foreign memory (6.5, 7.2)
-  return read_attribute(*a, attribute, data, ptr);
+  if (a) return read_attribute(*a, attribute, data, ptr);
+  if (const auto* b = pinned_range(reinterpret_cast<const void*>(uintptr_t(ptr)), 1))
+    return pinned_attribute(*b, attribute, data, ptr);
+  return CUDA_ERROR_INVALID_VALUE;  // freed, pageable or foreign memory (6.5, 7.2)
 }
 
 // Unlike cuPointerGetAttribute, an invalid pointer is not an error here: every attribute
@@ -160,9 +163,14 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute*
   for (unsigned int i = 0; i < numAttributes; ++i)  // check all before writing any
     if (!data[i] || !multi_supported(attributes[i])) return CUDA_ERROR_INVALID_VALUE;
   auto* a = allocation_at(ptr);
-  for (unsigned int i = 0; i < numAttributes; ++i)
-    if (!a || read_attribute(*a, attributes[i], data[i], ptr) != CUDA_SUCCESS)
-      write_default(attributes[i], data[i], a != nullptr, ptr);  // HOST_POINTER of VRAM: NULL
+  const auto* pinned = a ? nullptr : pinned_range(reinterpret_cast<const void*>(uintptr_t(ptr)), 1);
+  for (unsigned int i = 0; i < numAttributes; ++i) {
+    CUresult r = a        ? read_attribute(*a, attributes[i], data[i], ptr)
+                 : pinned ? pinned_attribute(*pinned, attributes[i], data[i], ptr)
+                          : CUDA_ERROR_INVALID_VALUE;
+    if (r != CUDA_SUCCESS)
+      write_default(attributes[i], data[i], a || pinned, ptr);  // HOST_POINTER of VRAM: NULL
+  }
   return CUDA_SUCCESS;
 }
 

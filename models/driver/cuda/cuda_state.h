@@ -36,9 +36,20 @@ struct process_state {
   CUctx_st* current() const { return stack.empty() ? nullptr : stack.back(); }
 };
 
+// Page-locked host memory from cuMemAllocHost: the copy engines reach it directly, so a
+// synchronous copy from it is complete on return.
+struct pinned_block {
+  kernel::pid_t pid = 0;
+  std::unique_ptr<uint8_t[]> bytes;
+  size_t size = 0;
+  CUctx_st* ctx = nullptr;  // current when it was allocated (none is needed)
+  uint64_t buffer_id = 0;
+};
+
 // The CUDA user space of one simulated OS's processes (kernel::os owns it).
 struct state {
   std::map<kernel::pid_t, process_state> processes;
+  std::vector<pinned_block> pinned;  // live blocks
   std::vector<std::unique_ptr<CUctx_st>> contexts;
   std::vector<std::unique_ptr<CUstream_st>> streams;
 };
@@ -59,6 +70,12 @@ CUctx_st* current_context();
 CUctx_st* context_of(int id);
 // Waits for the executor's work in `ctx` (the synchronizing side of several calls).
 void synchronize_context(CUctx_st* ctx);
+// The calling process's live pinned block holding [p, p + bytes), or nullptr.
+const pinned_block* pinned_range(const void* p, size_t bytes);
+// Pointer attribute `attr` of pinned host memory `b`, which holds `ptr` (as libcuda 580
+// answers: tests/data/cuda_probe).
+CUresult pinned_attribute(const pinned_block& b, CUpointer_attribute attr, void* data,
+                          CUdeviceptr ptr);
 // What kernels on GPU `ordinal` see of RDMA writes, or nullptr when that is not modelled.
 gpu::rdma_visibility* visibility_of(int ordinal);
 // A CPU-initiated work submission or synchronization on GPU `ordinal`: every RDMA write landed

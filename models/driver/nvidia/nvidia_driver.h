@@ -97,6 +97,9 @@ class nvidia_driver {
     bool sync_memops = false;
   };
   int create_context(kernel::pid_t pid, int gpu);
+  // A buffer ID for memory the driver maps outside VRAM (pinned host memory): from the same
+  // sequence as allocations', so never equal to one (guide 7.2).
+  uint64_t new_buffer_id() { return m_next_buffer_id++; }
   // Destroys the context and frees its allocations (running free callbacks). false if no such
   // live context of `pid`.
   bool destroy_context(kernel::pid_t pid, int ctx);
