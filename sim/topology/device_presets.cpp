@@ -21,7 +21,9 @@ device_preset load_device_preset(const std::string& path) {
   if (p.name != stem)
     r.fail("name", fmt::format("preset '{}' must be in a file named {}.yaml (this is {}.yaml)",
                                p.name, p.name, stem));
-  p.type = r.choice("type", device::kind_names());
+  std::vector<std::string> kinds = device::kind_names();
+  kinds.push_back("switch");  // a PCIe switch's settings (`switches[]`), not a device
+  p.type = r.choice("type", kinds);
   p.description = r.str("description");
   p.source = r.str("source");
   if (r.has("pci_ids"))

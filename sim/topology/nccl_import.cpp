@@ -227,7 +227,7 @@ class importer {
     std::string comment = id + describe_ids(pci) + net_names(pci);
     size_t dev =
         add({kind == pci_kind::gpu ? nccl_kind::gpu : nccl_kind::nic, *bus, comment, {}, {}, {}});
-    if (kind == pci_kind::gpu) choose_model(pci, dev, id);
+    choose_model(pci, dev, id, kind == pci_kind::gpu ? "gpu" : "dma_engine");
     add_link(pci, up, dev);
     for (pugi::xml_node child : pci.children("pci"))
       m_tree.skipped.push_back(where(child) + ": a <pci> inside a GPU or NIC");
@@ -260,10 +260,11 @@ class importer {
     return false;
   }
 
-  // A GPU's device preset, from its PCI vendor and device IDs (topologies/devices/*.yaml,
-  // pci_ids);
-  // without one it is p2psim's default GPU, which is a warning.
-  void choose_model(pugi::xml_node pci, size_t dev, const std::string& id) {
+  // A GPU's or NIC's device preset (`type`), from its PCI vendor and device IDs
+  // (topologies/devices/*.yaml, pci_ids). Without one a GPU is p2psim's default GPU, which is
+  // a warning; a NIC is p2psim's DMA engine.
+  void choose_model(pugi::xml_node pci, size_t dev, const std::string& id,
+                    const std::string& type) {
     const std::string vendor = pci.attribute("vendor").value();
     const std::string device = pci.attribute("device").value();
     auto id16 = [](const std::string& text) -> std::optional<uint16_t> {
@@ -280,10 +281,11 @@ class importer {
     std::optional<std::string> model;
     if (auto v = id16(vendor), d = id16(device); v && d)
       model = m_device_presets.for_pci_id(*v, *d);
-    if (model) {
+    if (model && m_device_presets.find(*model)->type == type) {
       m_tree.entities[dev].model = *model;
       return;
     }
+    if (type != "gpu") return;  // a NIC without a preset is p2psim's DMA engine, as it was
     warn(pci, "device",
          fmt::format("no device preset for the GPU at {} ({}:{}): it gets p2psim's default GPU "
                      "(BAR1 256 MiB, VRAM 16 GiB); set `model:` or its keys",

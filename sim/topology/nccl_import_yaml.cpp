@@ -109,7 +109,10 @@ std::string write_nccl_yaml(const nccl_tree& t) {
                                           t.entities[i].name, t.entities[i].model),
                         t.entities[i].comment);
     for (size_t i : t.nics)
-      rows.emplace_back(fmt::format("  - {{name: {}, type: dma_engine}}", t.entities[i].name),
+      rows.emplace_back(t.entities[i].model.empty()
+                            ? fmt::format("  - {{name: {}, type: dma_engine}}", t.entities[i].name)
+                            : fmt::format("  - {{name: {}, type: dma_engine, model: {}}}",
+                                          t.entities[i].name, t.entities[i].model),
                         "NIC " + t.entities[i].comment);
     write_block(os, rows);
   }

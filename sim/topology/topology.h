@@ -67,6 +67,7 @@ struct interconnect_params : link::interconnect_spec {  // unset keys: socket a'
 
 struct switch_params : pcie_switch::switch_spec {
   std::string name;
+  std::string model;  // its switch preset (topologies/devices/, `type: switch`), if any
   config::source_loc loc;
   key_locations key_locs;
 };

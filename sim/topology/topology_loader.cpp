@@ -172,10 +172,30 @@ interconnect_params read_interconnect(const node_reader& r,
   return ic;
 }
 
-switch_params read_switch(const node_reader& r) {
+// Marks a preset's description keys read (load_device_preset read them), so that only its
+// settings are left for the reader of its kind.
+void skip_preset_description(const node_reader& p) {
+  for (const char* meta : {"name", "type", "description", "source", "pci_ids"})
+    if (p.has(meta)) p.raw(meta);
+}
+
+switch_params read_switch(const node_reader& r, device_preset_finder& presets) {
   switch_params s;
   s.loc = r.loc();
   s.name = read_name(r);
+  if (r.has("model")) {  // the preset's values first, the switch's own over them
+    s.model = r.str("model");
+    const device_preset* preset = presets.find(s.model);
+    if (!preset)
+      r.fail("model", fmt::format("unknown switch preset '{}' (available: {})", s.model,
+                                  fmt::join(presets.names(), ", ")));
+    if (preset->type != "switch")
+      r.fail("model", fmt::format("model {} is a {}, not a switch", s.model, preset->type));
+    const node_reader p = preset->settings();
+    skip_preset_description(p);
+    config::read_params(p, pcie_switch::switch_spec_params(), s);
+    p.done();
+  }
   config::read_params(r, pcie_switch::switch_spec_params(), s);
   r.done();
   record_locs(r, s.key_locs);
@@ -195,6 +215,9 @@ device_params read_device(const node_reader& r, const pcie_defaults& pcie,
       r.fail("model", fmt::format("unknown device preset '{}' (available: {})", d.model,
                                   fmt::join(presets.names(), ", ")));
   }
+  if (preset && preset->type == "switch")
+    r.fail("model",
+           fmt::format("model {} is a switch, not a device (name it under `switches`)", d.model));
   // `type` defaults to the model's, else to the GPU, the device most topologies are about.
   const std::string kind = r.choice("type", device::kind_names(), preset ? preset->type : "gpu");
   if (preset && kind != preset->type)
@@ -203,8 +226,7 @@ device_params read_device(const node_reader& r, const pcie_defaults& pcie,
   d.control = pcie;
   if (preset) {  // the preset's values first, the device's own over them
     const node_reader p = preset->settings();
-    for (const char* meta : {"name", "type", "description", "source", "pci_ids"})
-      if (p.has(meta)) p.raw(meta);  // load_device_preset read them
+    skip_preset_description(p);
     config::read_params(p, device_settings(), d);
     config::read_params(p, d.settings->parameters());
     p.done();
@@ -290,7 +312,8 @@ topology load_topology(config::document& doc, const load_options& options) {
   check_platform_mix(t, root.loc("mixed_platforms"));
   for (const auto& r : root.optional_list("interconnects"))
     t.interconnects.push_back(read_interconnect(r, t.sockets));
-  for (const auto& r : root.optional_list("switches")) t.switches.push_back(read_switch(r));
+  for (const auto& r : root.optional_list("switches"))
+    t.switches.push_back(read_switch(r, device_presets));
   for (const auto& r : root.optional_list("devices"))
     t.devices.push_back(read_device(r, t.pcie, device_presets));
   for (const auto& r : root.optional_list("links")) t.links.push_back(read_link(r));

@@ -1,8 +1,9 @@
 // Device presets (topologies/devices/): every shipped one loads, is sourced and has its own PCI
-// device IDs; a device takes its model's settings with its own keys over them; a wrong model,
-// type or preset key is refused at its line.
+// device IDs; a device or a switch takes its model's settings with its own keys over them; a
+// wrong model, type or preset key is refused at its line.
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
+#include <map>
 #include <set>
 
 #include "models/gpu/gpu_spec.h"
@@ -29,6 +30,17 @@ topology load_text(const std::string& devices, const std::string& name = "inline
   return load_topology(doc, load_options{k_platforms, {}});
 }
 
+// A machine with one switch (written as `switch_yaml`) between the socket and a GPU.
+topology load_switch(const std::string& switch_yaml) {
+  const std::string yaml = "sockets: [{name: cpu0, platform: emerald_rapids}]\nswitches: [" +
+                           switch_yaml +
+                           "]\ndevices: [{name: gpu0}]\nlinks:\n"
+                           "  - {up: cpu0, down: sw0, gen: 4, width: 16}\n"
+                           "  - {up: sw0, down: gpu0, gen: 4, width: 16}\n";
+  config::document doc = config::document::parse(yaml, "switch.yaml");
+  return load_topology(doc, load_options{k_platforms, {}});
+}
+
 config::error error_of(const std::string& devices) {
   try {
     load_text(devices);
@@ -47,18 +59,26 @@ TEST_CASE("device presets: the shipped ones load, are sourced, and own their PCI
   const auto names = presets.names();
   CHECK(names.size() >= 5);
   std::set<uint32_t> ids;
+  std::map<std::string, int> types;
   for (const auto& n : names) {
     INFO(n);
     const device_preset* p = presets.find(n);
     REQUIRE(p);
-    CHECK(p->type == "gpu");
+    ++types[p->type];
     CHECK(p->source.size() > 40);
-    CHECK_FALSE(p->pci_ids.empty());
     for (uint32_t id : p->pci_ids) CHECK(ids.insert(id).second);  // one preset per ID
-    // Each loads on a device, the way a topology names it.
+    if (p->type == "switch") {  // on a switch, the way a topology names it
+      const topology t = load_switch(fmt::format("{{name: sw0, model: {}}}", n));
+      CHECK(t.switches[0].model == n);
+      continue;
+    }
+    CHECK_FALSE(p->pci_ids.empty());  // what importers know a device by
     const topology t = load_text(fmt::format("  - {{name: gpu0, model: {}}}\n", n));
     CHECK(t.devices[0].model == n);
   }
+  CHECK(types["gpu"] >= 5);
+  CHECK(types["dma_engine"] >= 2);
+  CHECK(types["switch"] >= 2);
   CHECK(presets.for_pci_id(0x10de, 0x2331) == "h100_pcie");
   CHECK(presets.for_pci_id(0x10de, 0x2335) == "h200");
   CHECK_FALSE(presets.for_pci_id(0x10de, 0x1db4));
@@ -101,4 +121,35 @@ TEST_CASE("device presets: a bad preset file is refused at its own line",
       Contains("bad_pci_id.yaml:4:") && Contains("'10de:23310' is not a PCI vendor:device ID"));
   CHECK_THROWS_WITH(load_device_preset(dir + "/misnamed.yaml"),
                     Contains("preset 'other' must be in a file named other.yaml"));
+}
+
+TEST_CASE("device presets: a switch takes its model's settings, its own keys over them",
+          "[topology][device_presets]") {
+  topology t = load_switch("{name: sw0, model: pex88096}");
+  CHECK(t.switches[0].latency_ns == 105);
+  CHECK(t.switches[0].cut_through);
+  t = load_switch("{name: sw0, model: pex89144, latency: 150ns}");
+  CHECK(t.switches[0].latency_ns == 150);
+  // A switch's model must be a switch preset, and a device's a device preset.
+  try {
+    load_switch("{name: sw0, model: h200}");
+    FAIL("a GPU preset on a switch was accepted");
+  } catch (const config::error& e) {
+    CHECK(e.key == "model");
+    CHECK_THAT(e.message, Contains("model h200 is a gpu, not a switch"));
+  }
+  config::error e = error_of("  - {name: gpu0, model: pex88096}\n");
+  CHECK(e.key == "model");
+  CHECK_THAT(e.message, Contains("model pex88096 is a switch, not a device"));
+}
+
+TEST_CASE("device presets: a NIC preset sets its read request size and tags",
+          "[topology][device_presets]") {
+  const topology t = load_text("  - {name: gpu0, model: connectx7}\n");
+  CHECK(t.devices[0].control.mrrs == 512);
+  CHECK(t.devices[0].control.mps == 256);  // the path's, which the topology sets
+  CHECK(t.devices[0].control.tags == 256);
+  device_preset_finder presets(device_preset_dirs(k_platforms));
+  CHECK(presets.for_pci_id(0x15b3, 0x1021) == "connectx7");
+  CHECK(presets.for_pci_id(0x15b3, 0x101d) == "connectx6dx");
 }

@@ -468,3 +468,30 @@ TEST_CASE("nccl import: malformed cpus and bus IDs are errors", "[topology][nccl
   CHECK_THAT(e.what(),
              Contains(":4:5: error: busid: '0000:17:00.0' appears twice (first at line 3)"));
 }
+
+// A NIC whose PCI ID a NIC preset holds takes it (its MRRS and tags); one no preset holds
+// stays p2psim's DMA engine. A GPU preset's ID on a NIC is not taken (the types differ).
+TEST_CASE("nccl import: a NIC's device ID picks its preset", "[topology][nccl]") {
+  const std::string nic = R"(
+    <pci busid="0000:4b:00.0" class="0x020000" vendor="0x15b3" device="DEVICE" link_speed="8.0 GT/s PCIe" link_width="16">
+      <nic><net name="mlx5_0" dev="0" speed="400000" port="1" gdr="1"/></nic>
+    </pci>)";
+  auto machine = [&](const std::string& device) {
+    std::string n = nic;
+    n.replace(n.find("DEVICE"), 6, device);
+    return R"(<system version="1">
+  <cpu numaid="0" affinity="ffffffff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="85">)" +
+           n + "\n  </cpu>\n</system>\n";
+  };
+  imported m = import_text(machine("0x1021"));
+  REQUIRE(m.t.devices.size() == 1);
+  CHECK(m.t.devices[0].model == "connectx7");
+  CHECK_THAT(line_with(m.result.yaml, "name: nic0"),
+             Contains("type: dma_engine, model: connectx7}"));
+  CHECK(m.t.devices[0].control.mrrs == 512);
+  m = import_text(machine("0x101b"));  // a ConnectX-6: no preset
+  CHECK(m.t.devices[0].model.empty());
+  CHECK(m.result.warnings.empty());
+  m = import_text(machine("0x2335"));  // the H200's device ID, with Mellanox's vendor ID
+  CHECK(m.t.devices[0].model.empty());
+}
