@@ -83,13 +83,14 @@ class tree_printer {
       std::string bars = bar_text("BAR0", a.bar0);
       for (const auto& b : a.bars)
         if (b.range.size) bars += ", " + bar_text(b.name, b.range);
-      fmt::print(m_os, "{}\\-{} {} ({}): {}\n", inner, bdf_text(a.bdf), d->name, d->kind().title(),
-                 bars);
+      fmt::print(m_os, "{}\\-{} {} ({}{}): {}\n", inner, bdf_text(a.bdf), d->name,
+                 d->kind().title(), d->model.empty() ? "" : " " + d->model, bars);
       return;
     }
     const uint8_t internal = m_map.switch_bus.at(l.down);
-    fmt::print(m_os, "{}\\-{} {} (switch, internal bus {:02x})\n", inner, bdf_text(below), l.down,
-               internal);
+    const switch_params* sw = m_t.find_switch(l.down);
+    fmt::print(m_os, "{}\\-{} {} (switch{}, internal bus {:02x})\n", inner, bdf_text(below), l.down,
+               sw && !sw->model.empty() ? " " + sw->model : "", internal);
     std::vector<const link_params*> children = m_t.links_below(l.down);
     for (size_t i = 0; i < children.size(); ++i)
       port(*children[i], make_bdf(internal, uint8_t(i), 0), "port", inner + "   ",
@@ -176,9 +177,10 @@ void write_dot(std::ostream& os, const topology& t) {
         boost::add_edge(index[s.name], index[hb], edge{"", "dashed"}, g);
       }
   }
-  for (const auto& s : t.switches) add(s.name, s.name + "\\nswitch", "box");
+  for (const auto& s : t.switches)
+    add(s.name, s.name + "\\nswitch" + (s.model.empty() ? "" : " " + s.model), "box");
   for (const auto& d : t.devices) {
-    std::string label = d.name + "\\n" + d.kind().title();
+    std::string label = d.name + "\\n" + d.kind().title() + (d.model.empty() ? "" : " " + d.model);
     for (const auto& shown : d.settings->summary())
       for (const auto& b : std::as_const(*d.settings).parameters())
         if (b.decl->key == shown.key)

@@ -153,5 +153,6 @@ TEST_CASE("import-nccl: an imported H200 VM shows Gen5, its BAR1 and its CPU's p
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("cpu0 (emerald_rapids)") != std::string::npos);
   CHECK(r.out.find("root port -> gpu0, Gen5 x16") != std::string::npos);
-  CHECK(r.out.find("gpu0 (GPU): BAR0 16MiB @ 0x4040_0000_0000, BAR1 256GiB") != std::string::npos);
+  CHECK(r.out.find("gpu0 (GPU h200): BAR0 16MiB @ 0x4040_0000_0000, BAR1 256GiB") !=
+        std::string::npos);
 }

@@ -5,10 +5,12 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "models/gpu/gpu_spec.h"
 #include "sim/config/error.h"
 #include "sim/topology/device_presets.h"
+#include "sim/topology/topo_report.h"
 #include "sim/topology/topology_loader.h"
 
 using namespace p2psim;
@@ -152,4 +154,19 @@ TEST_CASE("device presets: a NIC preset sets its read request size and tags",
   device_preset_finder presets(device_preset_dirs(k_platforms));
   CHECK(presets.for_pci_id(0x15b3, 0x1021) == "connectx7");
   CHECK(presets.for_pci_id(0x15b3, 0x101d) == "connectx6dx");
+}
+
+TEST_CASE("device presets: the topology report names each device's and switch's model",
+          "[topology][device_presets]") {
+  const topology t = load_switch("{name: sw0, model: pex88096}");
+  std::ostringstream out;
+  print_tree(out, t, enumerate(t));
+  CHECK_THAT(out.str(), Contains("sw0 (switch pex88096, internal bus"));
+  const topology g = load_text("  - {name: gpu0, model: h200}\n");
+  std::ostringstream out2;
+  print_tree(out2, g, enumerate(g));
+  CHECK_THAT(out2.str(), Contains("gpu0 (GPU h200): BAR0"));
+  std::ostringstream dot;
+  write_dot(dot, t);
+  CHECK_THAT(dot.str(), Contains("switch pex88096"));
 }
