@@ -30,8 +30,21 @@ root_complex::root_complex& copy_engine_executor::socket_of(int gpu) {
 }
 
 // The GPU whose copy engine runs a copy: the device side's (the source's between two GPUs).
-const gpu::gpu_params& copy_engine_executor::engine_of(const cuda::copy_request& r) const {
-  return m_gpus.at(r.src_gpu >= 0 ? r.src_gpu : r.dst_gpu)->params();
+int copy_engine_executor::engine_gpu(const cuda::copy_request& r) {
+  return r.src_gpu >= 0 ? r.src_gpu : r.dst_gpu;
+}
+
+// The first queue in `scope` (every queue when null) with a copy not finished, or nullptr.
+const copy_engine_executor::queue* copy_engine_executor::first_pending(
+    const cuda::sync_request* scope) const {
+  for (const auto& [key, q] : m_queues) {
+    if (q.finished == q.issued) continue;
+    if (!scope) return &q;
+    auto [pid, ctx, stream] = key;
+    if (pid == scope->pid && ctx == scope->ctx && (scope->whole_context || stream == scope->stream))
+      return &q;
+  }
+  return nullptr;
 }
 
 // One copy-engine job between VRAM and the staging buffer, waited for to the last byte.
@@ -114,9 +127,10 @@ void copy_engine_executor::copy(const cuda::copy_request& r) {
   if (r.bytes > staging_bytes &&
       (r.kind != cuda::copy_kind::device_to_device || r.src_gpu != r.dst_gpu))
     throw std::runtime_error("a host copy larger than the 256 MiB staging buffer");
-  const gpu::gpu_params& engine = engine_of(r);
+  const int gpu = engine_gpu(r);
+  const gpu::gpu_params& engine = m_gpus.at(gpu)->params();
   const size_t index = m_times.size();
-  const std::string gpu_name(m_gpus.at(r.src_gpu >= 0 ? r.src_gpu : r.dst_gpu)->basename());
+  const std::string gpu_name(m_gpus.at(gpu)->basename());
   m_times.push_back(
       {transport::now_ps(), 0, 0, gpu_name, m_sys.addresses().socket_of.at(gpu_name)});
   // The source bytes of a host copy are taken now: the application may reuse its buffer.
@@ -127,7 +141,7 @@ void copy_engine_executor::copy(const cuda::copy_request& r) {
   spend(engine.copy_submit_ns);  // the driver, in the caller's thread
   const stream_key key{r.pid, r.ctx, r.stream};
   queue& q = m_queues[key];
-  q.gpu = r.src_gpu >= 0 ? r.src_gpu : r.dst_gpu;
+  q.gpu = gpu;
   const uint64_t ticket = q.issued++;
   // From the doorbell: the engine fetches the copy while the copies ahead of it on the stream
   // run, so it starts at the later of its launch and their completion.
@@ -150,27 +164,13 @@ void copy_engine_executor::copy(const cuda::copy_request& r) {
 }
 
 void copy_engine_executor::drain() {
-  auto pending = [&] {
-    for (const auto& [key, q] : m_queues)
-      if (q.finished != q.issued) return true;
-    return false;
-  };
-  while (pending()) wait(m_progress);
+  while (first_pending(nullptr)) wait(m_progress);
 }
 
 void copy_engine_executor::synchronize(const cuda::sync_request& r) {
-  // The latest pending queue's GPU: whose wake-up the caller pays once it waited.
-  auto pending = [&]() -> const queue* {
-    for (const auto& [key, q] : m_queues) {
-      auto [pid, ctx, stream] = key;
-      if (pid != r.pid || ctx != r.ctx) continue;
-      if (!r.whole_context && stream != r.stream) continue;
-      if (q.finished != q.issued) return &q;
-    }
-    return nullptr;
-  };
+  // The caller pays the wake-up of the GPU it last waited on, once it waited at all.
   int waited_on = -1;
-  for (const queue* q; (q = pending());) {
+  for (const queue* q; (q = first_pending(&r));) {
     waited_on = q->gpu;
     wait(m_progress);
   }

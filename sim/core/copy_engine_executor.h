@@ -48,7 +48,8 @@ class copy_engine_executor final : public cuda::copy_executor {
   void engine_dma(int gpu, bool write, uint64_t host_offset, const cuda::copy_request& r,
                   bool host_is_src);
   root_complex::root_complex& socket_of(int gpu);
-  const gpu::gpu_params& engine_of(const cuda::copy_request& r) const;
+  static int engine_gpu(const cuda::copy_request& r);
+  const queue* first_pending(const cuda::sync_request* scope) const;
 
   fabric_system& m_sys;
   std::vector<gpu::gpu*> m_gpus;

@@ -179,16 +179,24 @@ void skip_preset_description(const node_reader& p) {
     if (p.has(meta)) p.raw(meta);
 }
 
+// The preset `r`'s `model` names; an unknown name is an error at the key, listing the presets
+// (`what`: "device" or "switch").
+const device_preset& preset_named(const node_reader& r, device_preset_finder& presets,
+                                  const std::string& name, const char* what) {
+  const device_preset* preset = presets.find(name);
+  if (!preset)
+    r.fail("model", fmt::format("unknown {} preset '{}' (available: {})", what, name,
+                                fmt::join(presets.names(), ", ")));
+  return *preset;
+}
+
 switch_params read_switch(const node_reader& r, device_preset_finder& presets) {
   switch_params s;
   s.loc = r.loc();
   s.name = read_name(r);
   if (r.has("model")) {  // the preset's values first, the switch's own over them
     s.model = r.str("model");
-    const device_preset* preset = presets.find(s.model);
-    if (!preset)
-      r.fail("model", fmt::format("unknown switch preset '{}' (available: {})", s.model,
-                                  fmt::join(presets.names(), ", ")));
+    const device_preset* preset = &preset_named(r, presets, s.model, "switch");
     if (preset->type != "switch")
       r.fail("model", fmt::format("model {} is a {}, not a switch", s.model, preset->type));
     const node_reader p = preset->settings();
@@ -210,10 +218,7 @@ device_params read_device(const node_reader& r, const pcie_defaults& pcie,
   const device_preset* preset = nullptr;
   if (r.has("model")) {
     d.model = r.str("model");
-    preset = presets.find(d.model);
-    if (!preset)
-      r.fail("model", fmt::format("unknown device preset '{}' (available: {})", d.model,
-                                  fmt::join(presets.names(), ", ")));
+    preset = &preset_named(r, presets, d.model, "device");
   }
   if (preset && preset->type == "switch")
     r.fail("model",
