@@ -30,6 +30,7 @@ dma_requester::dma_requester(transport::pcie_port& port, transport::tlp_pool& po
       m_params(p),
       m_log(log),
       m_tags(p.tags),
+      m_pipes(p.command_bytes, p.command_bytes_per_ns),
       m_reads(p.tags) {
   sc_core::sc_spawn_options o;
   o.spawn_method();
@@ -380,10 +381,14 @@ void dma_requester::store_completion(tlm::tlm_generic_payload& gp) {
       t.for_each_piece([&](uint64_t at, std::span<const uint8_t> piece) {
         m_local.write(s.local_offset + at, piece);
       });
+    const auto& m = transport::meta(gp);
+    const uint64_t now = transport::now_ps(), last_in = now + m.lag_ps;
+    const uint64_t landed_at = m_pipes.land(s.stream, s.local_offset, h.length, m.tlps,
+                                            m.first_in_ps ? m.first_in_ps : now, last_in, now);
     s.local_offset += h.length;
     s.address += h.length;
     s.remaining -= std::min(s.remaining, h.length);
-    m_log.landed(s.stream, h.length, transport::now_ps() + transport::meta(gp).lag_ps);
+    m_log.landed(s.stream, h.length, landed_at);
   }
   if (s.remaining == 0) {
     // A burst's round trip is its requests' on average: from its first request leaving to

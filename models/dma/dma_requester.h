@@ -12,6 +12,7 @@
 
 #include <systemc>
 
+#include "models/dma/command_pipes.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/split.h"
 #include "models/pcie/tag_pool.h"
@@ -56,6 +57,10 @@ struct requester_params {
   // A read whose completions have not all come this long after it was issued is given up
   // (PCIe Base Spec 6.2.8.2: Completion Timeout; the default range is 50 us to 50 ms).
   uint64_t completion_timeout_ps = 50'000'000'000;
+  // Moving read data into local memory (command_pipes.h): commands of at most command_bytes
+  // (0: a stream's data is one command), each at command_bytes_per_ns (0: as it arrives).
+  uint64_t command_bytes = 0;
+  double command_bytes_per_ns = 0;
 };
 
 struct requester_stats {
@@ -185,6 +190,7 @@ class dma_requester {
   requester_params m_params;
   transport::stream_log& m_log;
   pcie::tag_pool m_tags;
+  command_pipes m_pipes;
   std::vector<read_slot> m_reads;  // by tag
   std::list<active_job> m_active;  // round robin: front issues next
   uint64_t m_submitted = 0;

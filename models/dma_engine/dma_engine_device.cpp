@@ -36,6 +36,8 @@ class engine_factory : public device::device_factory {
     // Serving peers' BAR2 accesses: on-board SRAM/DRAM, 100 ns to the first completion.
     p.local = {100, 0, at.control.mps, at.control.rcb};
     p.requester = at.requester;
+    p.requester.command_bytes = spec.command_bytes;
+    p.requester.command_bytes_per_ns = spec.command_rate_gbs;  // 1 GB/s is 1 byte per ns
     return std::make_unique<engine_device>(
         std::make_unique<dma_engine>(at.name.c_str(), p, *at.pool, *at.log));
   }

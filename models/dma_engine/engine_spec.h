@@ -14,6 +14,9 @@ struct engine_spec {
   std::optional<uint64_t> bar2_address;  // unset: allocated by enumeration
   uint64_t local_memory_bytes = 1ull << 30;
   double descriptor_latency_ns = 50;
+  // Moving read data into local memory (models/dma/command_pipes.h).
+  uint64_t command_bytes = 0;
+  double command_rate_gbs = 0;
 };
 
 inline const params::table<engine_spec>& engine_spec_params() {
@@ -28,6 +31,17 @@ inline const params::table<engine_spec>& engine_spec_params() {
                    "Buffer the engine reads into / writes from."),
       params::time("descriptor_latency", &engine_spec::descriptor_latency_ns,
                    "Descriptor processing time."),
+      params::size("command_size", &engine_spec::command_bytes,
+                   "The engine moves a job's read data into local memory as commands of at "
+                   "most this many bytes (aligned in local memory), side by side; 0: a "
+                   "transfer is one command.")
+          .power_of_two(64)
+          .or_zero(),
+      params::bandwidth("command_rate", &engine_spec::command_rate_gbs,
+                        "The rate at which one command's read data moves into local memory, "
+                        "after each TLP of it has arrived; 0: data lands as it arrives.")
+          .at_least(0)
+          .default_text("0 (as it arrives)"),
   };
   return t;
 }
