@@ -15,9 +15,9 @@ using p2psim::test::run_cli;
 
 namespace {
 
-const std::string machine =
-    " --set link.nic0.width=8 --set socket.cpu0.platform=sandy_bridge_ep"
-    " --set socket.cpu1.platform=sandy_bridge_ep";
+// cross_qpi's Skylake-SP sockets complete host reads in 64 B pieces, so the first piece of
+// every read is whole as early as a 64 B read's, and the card's move is all that differs.
+const std::string machine = " --set link.nic0.width=8";
 constexpr double rate = 3.38e9;  // the preset's command_rate, bytes per second
 
 // Each transfer's time in seconds.
