@@ -19,7 +19,9 @@ void stream_log::account(uint32_t id, uint64_t stream_record::*field, uint64_t b
   stream_record& r = m_records[id];
   bool was = r.finished();
   r.*field += bytes;
-  r.last_land_ps = now;
+  // The latest, not the last told: a device that moves data on after it arrives (command
+  // pipes side by side) may finish an earlier piece after a later one.
+  r.last_land_ps = std::max(r.last_land_ps, now);
   if (!was && r.finished()) m_finished.notify(sc_core::SC_ZERO_TIME);
 }
 
