@@ -117,6 +117,11 @@ platform_choice choose_platform(const cpu_identity& cpu) {
         return {"ivy_bridge_ep", id() + ": Ivy Bridge-EP", false};
       case 0x55:
         return {"skylake_sp", id() + ": Skylake-SP / Cascade Lake", false};
+      case 0x8f:
+        return {"sapphire_rapids", id() + ": Sapphire Rapids", false};
+      case 0xad:
+      case 0xae:
+        return {"granite_rapids", id() + ": Granite Rapids", false};
       case 0xcf:
         return {"emerald_rapids", id() + ": Emerald Rapids", false};
       case 0xc5:
@@ -128,10 +133,17 @@ platform_choice choose_platform(const cpu_identity& cpu) {
     return {fallback, "no preset for " + id() + "; " + k_default, true};
   }
   if (cpu.vendor == "AuthenticAMD") {
+    const long model = cpu.model.value_or(-1);
     if (cpu.family == 0x1a) return {"epyc_turin", id() + ": EPYC 9005 (Turin)", false};
+    if (cpu.family == 0x19 && model >= 0x10 && model <= 0x1f)
+      return {"epyc_genoa", id() + ": EPYC 9004 (Genoa)", false};
+    if (cpu.family == 0x19 && model >= 0xa0 && model <= 0xaf)
+      return {"epyc_genoa", id() + ": EPYC 9004 (Bergamo)", false};
+    if (cpu.family == 0x19 && model >= 0x00 && model <= 0x0f)
+      return {"epyc_milan", id() + ": EPYC 7003 (Milan)", false};
     // Every AMD server root complex since family 0x17 routes P2P at full size (Linux's p2pdma
-    // list), which the Turin preset models better than an Intel one.
-    return {"epyc_turin", "no preset for " + id() + "; epyc_turin is the AMD one", true};
+    // list), which an EPYC preset models better than an Intel one.
+    return {"epyc_turin", "no preset for " + id() + "; epyc_turin is the newest AMD one", true};
   }
   return {fallback, "no preset for " + id() + "; " + k_default, true};
 }

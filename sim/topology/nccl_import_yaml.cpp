@@ -24,7 +24,7 @@ std::string yaml_quoted(std::string_view s) {
 
 std::string interconnect_prefix(const std::string& preset) {
   if (preset == "sandy_bridge_ep" || preset == "ivy_bridge_ep") return "qpi";
-  if (preset == "epyc_turin") return "xgmi";
+  if (preset.starts_with("epyc_")) return "xgmi";
   return "upi";
 }
 

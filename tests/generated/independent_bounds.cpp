@@ -78,12 +78,19 @@ constexpr uint64_t tlp_min_overhead = 8 + 12;  // framing, sequence, LCRC + a 3D
 
 double link_limit_gbps(int gen, int width, int ack_limit, int fc_limit, uint64_t bytes,
                        uint64_t payload, uint64_t overhead) {
-  double share = 1 - 4.0 / 1538;  // SKIP ordered sets
-  if (ack_limit > 0) share -= 8.0 / ack_limit;
-  if (fc_limit > 0) share -= 8.0 / fc_limit;
-  double tlp_gbps = raw_lane_gbps(gen) * width * share;
-  double tlps = std::ceil(double(bytes) / double(payload));
-  return tlp_gbps * double(bytes) / (double(bytes) + tlps * double(overhead));
+  const double skip_share = 4.0 / 1538;  // SKIP ordered sets
+  double dllp_share = 0;
+  if (ack_limit > 0) dllp_share += 8.0 / ack_limit;
+  if (fc_limit > 0) dllp_share += 8.0 / fc_limit;
+  const double raw = raw_lane_gbps(gen) * width;
+  const double tlps = std::ceil(double(bytes) / double(payload));
+  const double wire = double(bytes) + tlps * double(overhead);
+  const double last = double(bytes) - (tlps - 1) * double(payload) + double(overhead);
+  // DLLPs acknowledge and return credits for bytes already sent: those due for the last TLP's
+  // bytes follow it, and the transfer has ended by then. Before it, they take their share.
+  const double seconds_per_gb =
+      (wire - last) / (raw * (1 - skip_share - dllp_share)) + last / (raw * (1 - skip_share));
+  return double(bytes) / seconds_per_gb;
 }
 
 machine_view::machine_view(const std::string& topology_file, const std::string& platforms_dir) {

@@ -29,7 +29,8 @@ namespace p2psim::oracle {
 
 // One direction of a PCIe link: the payload bandwidth, GB/s (1e9 B/s), of `bytes` moved in
 // TLPs of at most `payload` bytes with `overhead` bytes each, after DLLPs (ack_limit and
-// fc_limit in bytes; 0: not known, counted as none) and SKIP ordered sets.
+// fc_limit in bytes; 0: not known, counted as none) and SKIP ordered sets. The DLLPs due for the
+// last TLP's bytes go after it, so a transfer of one TLP pays none.
 double link_limit_gbps(int gen, int width, int ack_limit, int fc_limit, uint64_t bytes,
                        uint64_t payload, uint64_t overhead);
 

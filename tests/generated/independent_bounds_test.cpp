@@ -21,6 +21,16 @@ TEST_CASE("oracle: link limits equal docs/design.md's analytic table", "[oracle]
         Approx(63.02 * (1 - 4.0 / 1538)).margin(0.005));
   CHECK(link_limit_gbps(1, 1, 0, 0, 1ull << 30, 1ull << 30, 0) ==
         Approx(0.25 * (1 - 4.0 / 1538)).margin(0.0005));
+  // A single TLP is not slowed by the DLLPs that acknowledge it, which follow it (a 4 KiB write
+  // on Gen1 x1 with an ACK due every 119 bytes: seed 62 of the generator with the
+  // sapphire_rapids, granite_rapids, epyc_milan and epyc_genoa presets).
+  CHECK(link_limit_gbps(1, 1, 119, 2651, 4096, 4096, 24) ==
+        Approx(0.25 * (1 - 4.0 / 1538) * 4096 / 4120).margin(0.00001));
+  // Two: the first one's DLLPs come before the second.
+  CHECK(link_limit_gbps(1, 1, 119, 0, 8192, 4096, 24) ==
+        Approx(8192 /
+               (4120 / (0.25 * (1 - 4.0 / 1538 - 8.0 / 119)) + 4120 / (0.25 * (1 - 4.0 / 1538))))
+            .epsilon(1e-9));
   // One byte still pays a whole TLP's overhead.
   CHECK(link_limit_gbps(3, 16, 0, 0, 1, 256, 20) ==
         Approx(15.75 * (1 - 4.0 / 1538) / 21).margin(0.005));

@@ -109,7 +109,7 @@ TEST_CASE("device presets: wrong models and types are refused at the key",
   config::error e = error_of("  - {name: gpu0, model: h900}\n");
   CHECK(e.key == "model");
   CHECK(e.loc.line == 3);
-  CHECK_THAT(e.message, Contains("unknown device preset 'h900' (available: a100_pcie_40gb, "));
+  CHECK_THAT(e.message, Contains("unknown device preset 'h900' (available: a10, a100_pcie_40gb, "));
   e = error_of("  - {name: gpu0, model: h100_pcie, type: dma_engine}\n");
   CHECK(e.key == "type");
   CHECK_THAT(e.message, Contains("model h100_pcie is a gpu, not a dma_engine"));
