@@ -402,11 +402,12 @@ void dma_requester::store_completion(tlm::tlm_generic_payload& gp) {
     auto& min_rtt = m_stats.min_read_round_trip_ps;
     min_rtt = min_rtt ? std::min(min_rtt, rtt) : rtt;
     if (m.burst) {
-      m_min_read_rtt = std::min(m_min_read_rtt, rtt);
-      m_reads_queue = rtt >= 2 * m_min_read_rtt;
+      const auto least = m_min_read_rtt.try_emplace(h.completer_id, rtt).first;
+      least->second = std::min(least->second, rtt);
+      m_reads_queue = rtt >= 2 * least->second;
       // In a steady queue the tags take turns evenly around the round trip: the share of it
       // beyond the least round trip is the share of the tags that wait in the queue.
-      m_spare_tags = uint32_t(m_tags.size() * (rtt - m_min_read_rtt) / rtt);
+      m_spare_tags = uint32_t(m_tags.size() * (rtt - least->second) / rtt);
     }
     finish_read(h.tag);
     issue();

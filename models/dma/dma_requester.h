@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -200,10 +201,13 @@ class dma_requester {
   int m_unsent[2] = {0, 0};
   int m_jobs_of[2] = {0, 0};  // jobs in m_active, posted and non-posted apart
   bool m_issuing = false;
-  // Burst fidelity: the shortest round trip of a read burst so far, whether the last one
-  // took twice that (reads queue behind each other: bandwidth, not tags, limits them), and
-  // how many tags it shows waiting in that queue (read_burst_tags).
-  uint64_t m_min_read_rtt = UINT64_MAX;
+  // Burst fidelity: the shortest round trip of a read burst so far to each completer (a
+  // farther target's reads take longer without queueing: seed 25 of the generator read a
+  // GPU behind the root complex after a NIC under the same switch, and its reads seemed to
+  // queue), whether the last one took twice that (reads queue behind each other: bandwidth,
+  // not tags, limits them), and how many tags it shows waiting in that queue
+  // (read_burst_tags).
+  std::map<uint16_t, uint64_t> m_min_read_rtt;
   bool m_reads_queue = false;
   uint32_t m_spare_tags = 0;
   requester_stats m_stats;

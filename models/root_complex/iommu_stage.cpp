@@ -34,6 +34,7 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
   auto& pq = m_ports[port];
   const uint64_t now = transport::now_ps();
   uint64_t ready = std::max(now, pq.ready_by(now));
+  const size_t others = pq.trickles.size();  // this TLP's own, if it is a burst, comes after
   bool blocked = false, walked = false;
   auto& h = transport::hdr(gp);
   const bool request = !pcie::is_completion(h.type) && h.type != pcie::tlp_type::msg;
@@ -58,8 +59,9 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
       m_walk_wait_ps += walks * walk;
       if (m.tlps > 1) {  // in order: what comes in later waits for the walks before it
         const uint32_t later_walks = walks - (t.iotlb_hit ? 0 : 1);
-        const trickle b{now,   m.lag_ps,           m.tlps,
-                        ready, later_walks * walk, walks == m.tlps ? walk : 0};
+        const trickle b{
+            now, m.lag_ps, m.tlps, ready, later_walks * walk, walks == m.tlps ? walk : 0,
+            {},  nullptr};
         m.lag_ps = b.last_ready_ps() - ready;
         if (m.lag_ps) pq.trickles.push_back(b);
       }
@@ -75,14 +77,24 @@ void iommu_stage::receive(int port, tlm::tlm_generic_payload& gp) {
   // it trickled onto the next link at the speed of the one it came in on).
   if (auto& m = transport::meta(gp); !walked && ready > now) {
     if (m.tlps > 1 && now + m.lag_ps > ready)
-      pq.trickles.push_back({now, m.lag_ps, m.tlps, ready, 0, 0});
+      pq.trickles.push_back({now, m.lag_ps, m.tlps, ready, 0, 0, {}, nullptr});
     m.lag_ps = now + m.lag_ps > ready ? now + m.lag_ps - ready : 0;
   }
   pq.busy_until_ps = std::max(pq.busy_until_ps, ready);
+  // Bursts whose TLPs still come in: those after this one go on after it, as they would in
+  // an in-order pipeline TLP by TLP; a burst still waiting here learns its later lag.
+  for (size_t i = 0; i < others; ++i) {
+    trickle& b = pq.trickles[i];
+    const uint32_t next = b.in_by(now) + 1;
+    if (next >= b.tlps) continue;
+    b.cut_ins.push_back({next, ready});
+    if (b.waiting) transport::meta(*b.waiting).lag_ps = b.last_ready_ps() - b.first_ready_ps;
+  }
   if (pq.waiting.empty() && ready == now) {
     m_deliver(port, gp, blocked);
     return;
   }
+  if (pq.trickles.size() > others) pq.trickles.back().waiting = &gp;
   pq.waiting.push_back({&gp, ready, blocked});
   if (pq.waiting.size() == 1) m_wake.notify(transport::ps(ready - now));  // an earlier one wins
 }
@@ -110,6 +122,8 @@ void iommu_stage::drain() {
     while (!q.empty() && q.front().ready_ps <= now) {
       held h = q.front();
       q.pop_front();  // before delivering: the root complex may hand us more
+      for (trickle& b : m_ports[port].trickles)
+        if (b.waiting == h.gp) b.waiting = nullptr;
       m_deliver(int(port), *h.gp, h.blocked);
     }
     if (!q.empty()) next = std::min(next, q.front().ready_ps);

@@ -60,19 +60,34 @@ class iommu_stage : public sc_core::sc_module {
     uint64_t first_ready_ps;  // when its first TLP went on
     uint64_t later_walks_ps;  // the walks of the TLPs after its first, one after another
     uint64_t tail_walk_ps;    // every TLP walks: each goes on this long after it came in
+    // A TLP (or burst) of another stream that came in between its TLPs went on at
+    // `after_ps`: in order, its TLPs from `from` on go after it, each after its own walk.
+    struct cut_in {
+      uint32_t from;
+      uint64_t after_ps;
+    };
+    std::vector<cut_in> cut_ins;
+    // The burst, while it waits in the queue (its lag can still grow); null once it went on.
+    tlm::tlm_generic_payload* waiting = nullptr;
     uint64_t last_ready_ps() const { return ready_ps(tlps - 1); }
     // When its TLP k (of 0..tlps-1, arriving evenly spread) goes on.
     uint64_t ready_ps(uint32_t k) const {
-      return std::max(first_ready_ps + later_walks_ps * k / (tlps - 1),
-                      arrived_ps + lag_ps * k / (tlps - 1) + tail_walk_ps);
+      uint64_t t = std::max(first_ready_ps + later_walks_ps * k / (tlps - 1),
+                            arrived_ps + lag_ps * k / (tlps - 1) + tail_walk_ps);
+      for (const cut_in& c : cut_ins)
+        if (k >= c.from)
+          t = std::max(t, c.after_ps + later_walks_ps * (k - c.from + 1) / (tlps - 1));
+      return t;
     }
-    // When its TLPs that came in by `t` have gone on.
-    uint64_t ready_by(uint64_t t) const {
+    // The last of its TLPs that came in by `t`.
+    uint32_t in_by(uint64_t t) const {
       const uint64_t in = t <= arrived_ps ? 0
                           : lag_ps        ? (t - arrived_ps) * (tlps - 1) / lag_ps
                                           : tlps - 1;
-      return ready_ps(uint32_t(std::min<uint64_t>(in, tlps - 1)));
+      return uint32_t(std::min<uint64_t>(in, tlps - 1));
     }
+    // When its TLPs that came in by `t` have gone on.
+    uint64_t ready_by(uint64_t t) const { return ready_ps(in_by(t)); }
   };
   struct port_queue {
     std::deque<held> waiting;
