@@ -28,9 +28,10 @@ sc_core::sc_time memory_completer::write(tlm::tlm_generic_payload& gp, uint64_t 
   // The bytes are stored `extra` later (a root complex's way from the root port to the
   // memory controller); the buffer is free once the data path has them.
   m_log.landed(m.stream, h.length, done + transport::to_ps(extra));
-  // An endpoint takes a burst once all of it is in (pcie_port), and frees it whole.
+  // A burst taken once all of it was in is freed whole.
   if (m.tlps < 2 || !m.lag_ps) return transport::ps(done - now);
-  // A root complex takes a burst as its first TLP comes in: it frees the TLPs one by one, as
+  // A root complex, or an endpoint that takes writes as they come (pcie_port), takes a burst
+  // as its first TLP comes in: it frees the TLPs one by one, as
   // TLP by TLP each is once the data path has taken it, the first when its own bytes are
   // through, the last at `done` (the link it came by gets the credits back at that pace).
   // Freed whole at `done`, a burst held all its credits until its last TLP was in, and the

@@ -61,6 +61,8 @@ class dma_engine : public sc_core::sc_module,
   void submit(dma::dma_job job) override;
   memory::backing_store& local_memory() override { return m_local; }
   const dma::dma_requester& requester() const override { return m_req; }
+  // Its memory (memory_completer) stores and frees a burst of writes as it comes in.
+  bool takes_write_bursts_as_they_come() const override { return true; }
   uint64_t completion_burst_wait_ps(int, const tlm::tlm_generic_payload& gp) const override {
     return m_req.completion_burst_wait_ps(gp);
   }

@@ -73,6 +73,8 @@ class gpu : public sc_core::sc_module, public transport::tlp_handler, public dma
   memory::backing_store& local_memory() override { return m_vram; }
   void submit(dma::dma_job job) override { m_copy.submit(std::move(job)); }
   const dma::dma_requester& requester() const override { return m_copy; }
+  // Its memory (memory_completer) stores and frees a burst of writes as it comes in.
+  bool takes_write_bursts_as_they_come() const override { return true; }
   uint64_t completion_burst_wait_ps(int, const tlm::tlm_generic_payload& gp) const override {
     return m_copy.completion_burst_wait_ps(gp);
   }

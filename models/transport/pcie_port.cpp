@@ -71,12 +71,17 @@ tlm::tlm_sync_enum pcie_port::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm:
     return tlm::TLM_ACCEPTED;
   }
   if (auto& m = meta(gp);
-      m.lag_ps && !m_owner.forwards_bursts() && hdr(gp).type != pcie::tlp_type::mrd) {
-    // An endpoint stores a burst once all of it is in, and takes a completion burst when its
-    // owner's requester has the tags back (completion_burst_wait_ps). A completer takes a
-    // burst of read requests as its first comes in, as a root complex does: it answers the
-    // first while the rest still arrive (lag_ps tells it when the last does), so a read's
-    // completions wait for no request but their own.
+      m.lag_ps && !m_owner.forwards_bursts() && hdr(gp).type != pcie::tlp_type::mrd &&
+      !(hdr(gp).type == pcie::tlp_type::mwr && m_owner.takes_write_bursts_as_they_come())) {
+    // An endpoint stores a burst once all of it is in (unless it takes writes as they come),
+    // and takes a completion burst when its owner's requester has the tags back
+    // (completion_burst_wait_ps). A completer takes a burst of read requests as its first
+    // comes in, as a root complex does: it answers the first while the rest still arrive
+    // (lag_ps tells it when the last does), so a read's completions wait for no request but
+    // their own. Taken whole, a burst of writes holds every credit it took until its last TLP
+    // is in, where TLP by TLP the first TLPs' credits are back long before: 64 pieces of a
+    // 4 KiB write re-emitted by a root complex took a GPU's 64 posted header credits, and the
+    // write's last byte waited for all of them (generated seed 928).
     uint64_t wait = m.lag_ps;
     if (pcie::is_completion(hdr(gp).type)) {
       m.first_in_ps = now_ps() + to_ps(d);

@@ -39,6 +39,11 @@ class tlp_handler : public lookahead_sender {
   // switch or root complex forwarding it cut-through, meta.lag_ps telling when the rest
   // follows) rather than once the whole burst is (an endpoint that consumes it).
   virtual bool forwards_bursts() const { return false; }
+  // Burst fidelity: whether receive() takes a burst of writes to its memory as soon as its
+  // first TLP is in (meta.lag_ps telling when the last follows), storing it as it comes and
+  // freeing its TLPs' buffers one by one, as TLP by TLP (a memory_completer does both), rather
+  // than once the whole burst is in, freeing it whole.
+  virtual bool takes_write_bursts_as_they_come() const { return false; }
   // Burst fidelity's credit pacing (link_channel::pace_bursts_by_credits): the least time
   // this component is sure to hold `gp`'s buffer at `port` once it is in, where that depends
   // on the TLP (a root complex forwarding it to a peer holds it for its forwarding latency;
