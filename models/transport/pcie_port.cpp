@@ -70,12 +70,13 @@ tlm::tlm_sync_enum pcie_port::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm:
     discard(gp);
     return tlm::TLM_ACCEPTED;
   }
-  if (auto& m = meta(gp);
-      m.lag_ps && !m_owner.forwards_bursts() && hdr(gp).type != pcie::tlp_type::mrd &&
-      !(hdr(gp).type == pcie::tlp_type::mwr && m_owner.takes_write_bursts_as_they_come())) {
-    // An endpoint stores a burst once all of it is in (unless it takes writes as they come),
-    // and takes a completion burst when its owner's requester has the tags back
-    // (completion_burst_wait_ps). A completer takes a burst of read requests as its first
+  if (auto& m = meta(gp); m.lag_ps && !m_owner.forwards_bursts() &&
+                          hdr(gp).type != pcie::tlp_type::mrd &&
+                          !(hdr(gp).type == pcie::tlp_type::mwr && m.tlps > 1 &&
+                            m_owner.takes_write_bursts_as_they_come())) {
+    // An endpoint stores a TLP or burst once all of it is in (unless it takes bursts of
+    // writes as they come), and takes a completion burst when its owner's requester has the
+    // tags back (completion_burst_wait_ps). A completer takes a burst of read requests as its first
     // comes in, as a root complex does: it answers the first while the rest still arrive
     // (lag_ps tells it when the last does), so a read's completions wait for no request but
     // their own. Taken whole, a burst of writes holds every credit it took until its last TLP

@@ -72,7 +72,8 @@ TEST_CASE("burst fidelity: forwarded bursts take turns with other classes on a b
   // up to 1.7%, and the gap between them from 0.64% to 1.62% on average and 2.1% to 5.1% at
   // worst (docs/architecture.md, "Burst fidelity on a busy machine"). One run is one draw of
   // that: the figures are averaged over the machine as it is and four 1-ps variants of it
-  // (1.03% and 3.34% when this was written). Per stream this is not yet the 1% of the rest.
+  // (1.03% and 3.34% when this was written; 1.24% and 3.15% once endpoints took write bursts
+  // as they came). Per stream this is not yet the 1% of the rest.
   const std::string scenario = "tests/data/scenarios/scale_16gpu_eighth.yaml";
   const std::vector<std::string> variants = {
       "", "switch.sw3.latency=110.001ns", "switch.sw3.latency=109.999ns",
