@@ -70,21 +70,24 @@ tlm::tlm_sync_enum pcie_port::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm:
     discard(gp);
     return tlm::TLM_ACCEPTED;
   }
-  if (auto& m = meta(gp); m.lag_ps && !m_owner.forwards_bursts() &&
-                          hdr(gp).type != pcie::tlp_type::mrd &&
-                          !(hdr(gp).type == pcie::tlp_type::mwr && m.tlps > 1 &&
-                            m_owner.takes_write_bursts_as_they_come())) {
-    // An endpoint stores a TLP or burst once all of it is in (unless it takes bursts of
-    // writes as they come), and takes a completion burst when its owner's requester has the
-    // tags back (completion_burst_wait_ps). A completer takes a burst of read requests as its first
-    // comes in, as a root complex does: it answers the first while the rest still arrive
-    // (lag_ps tells it when the last does), so a read's completions wait for no request but
-    // their own. Taken whole, a burst of writes holds every credit it took until its last TLP
-    // is in, where TLP by TLP the first TLPs' credits are back long before: 64 pieces of a
-    // 4 KiB write re-emitted by a root complex took a GPU's 64 posted header credits, and the
-    // write's last byte waited for all of them (generated seed 928).
+  auto& m = meta(gp);
+  const auto& h = hdr(gp);
+  // A burst taken as its first TLP comes in, meta.lag_ps telling when the last does: by a
+  // forwarder; by a completer, which answers a read burst's first request while the rest
+  // still arrive, so a read's completions wait for no request but their own; and by an
+  // endpoint whose memory takes bursts of writes as they come. Taken whole instead, a burst of
+  // writes holds every credit it took until its last TLP is in, where TLP by TLP the first
+  // TLPs' credits are back long before: 64 pieces of a 4 KiB write re-emitted by a root
+  // complex took a GPU's 64 posted header credits, and the write's last byte waited for all
+  // of them (generated seed 928).
+  const bool taken_at_first_tlp =
+      m_owner.forwards_bursts() || h.type == pcie::tlp_type::mrd ||
+      (h.type == pcie::tlp_type::mwr && m.tlps > 1 && m_owner.takes_write_bursts_as_they_come());
+  if (m.lag_ps && !taken_at_first_tlp) {
+    // Otherwise an endpoint takes a TLP or burst once all of it is in, and a completion burst
+    // when its owner's requester has the tags back (completion_burst_wait_ps).
     uint64_t wait = m.lag_ps;
-    if (pcie::is_completion(hdr(gp).type)) {
+    if (pcie::is_completion(h.type)) {
       m.first_in_ps = now_ps() + to_ps(d);
       wait = std::min(wait, m_owner.completion_burst_wait_ps(m_index, gp));
     }
@@ -94,8 +97,7 @@ tlm::tlm_sync_enum pcie_port::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm:
   const uint64_t at = now_ps() + to_ps(d);
   if (!m_arrivals.empty() && at < m_arrivals.back().at_ps)
     throw std::logic_error(std::string(name()) + ": TLPs must arrive in the order they were sent");
-  const auto& h = hdr(gp);
-  m_arrivals.push_back({at, &gp, meta(gp).last_ser_ps, h.type, h.requester_id});
+  m_arrivals.push_back({at, &gp, m.last_ser_ps, h.type, h.requester_id});
   ++m_arriving_of[int(pcie::fc_class_of(h.type))];
   if (m_arrivals.size() == 1) m_arrived.notify(d);
   return tlm::TLM_ACCEPTED;
