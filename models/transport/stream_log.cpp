@@ -22,7 +22,19 @@ void stream_log::account(uint32_t id, uint64_t stream_record::*field, uint64_t b
   // The latest, not the last told: a device that moves data on after it arrives (command
   // pipes side by side) may finish an earlier piece after a later one.
   r.last_land_ps = std::max(r.last_land_ps, now);
-  if (!was && r.finished()) m_finished.notify(sc_core::SC_ZERO_TIME);
+  if (was || !r.finished()) return;
+  m_finished.notify(sc_core::SC_ZERO_TIME);
+  for (sc_core::sc_event* e : r.waiters) e->notify(sc_core::SC_ZERO_TIME);
+  r.waiters.clear();
+}
+
+void stream_log::wait_finished(uint32_t id) {
+  if (m_records[id].finished()) return;
+  // On this thread's stack: it is notified before the thread resumes, and the thread resumes
+  // before it goes. A deque's records stay where they are as streams are opened.
+  sc_core::sc_event done;
+  m_records[id].waiters.push_back(&done);
+  sc_core::wait(done);
 }
 
 void stream_log::landed(uint32_t id, uint64_t bytes, uint64_t now) {
@@ -42,12 +54,7 @@ void stream_log::timed_out(uint32_t id, uint64_t bytes, uint64_t now) {
 }
 
 void wait_until_landed(stream_log& log, std::span<const uint32_t> ids) {
-  auto all_finished = [&] {
-    for (uint32_t id : ids)
-      if (!log[id].finished()) return false;
-    return true;
-  };
-  while (!all_finished()) sc_core::wait(log.finished_event());
+  for (uint32_t id : ids) log.wait_finished(id);
   uint64_t last = 0;
   for (uint32_t id : ids) last = std::max(last, log[id].last_land_ps);
   if (last > now_ps()) sc_core::wait(ps(last - now_ps()));

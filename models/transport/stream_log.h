@@ -7,6 +7,7 @@
 #include <deque>
 #include <span>
 #include <systemc>
+#include <vector>
 
 namespace p2psim::transport {
 
@@ -25,6 +26,8 @@ struct stream_record {
   uint64_t last_land_ps = 0;  // its last byte was stored
   uint64_t undelivered_bytes() const { return failed_bytes + lost_bytes + timed_out_bytes; }
   bool finished() const { return landed_bytes + undelivered_bytes() >= expected_bytes; }
+  // The threads waiting for it to finish (wait_finished), woken when it does.
+  std::vector<sc_core::sc_event*> waiters;
 };
 
 class stream_log {
@@ -44,6 +47,10 @@ class stream_log {
   void timed_out(uint32_t id, uint64_t bytes, uint64_t now_ps);
   // Notified whenever any stream finishes.
   sc_core::sc_event& finished_event() { return m_finished; }
+  // From a SystemC thread: returns once stream `id` has finished (at once if it has). Only
+  // this thread wakes for it: with thousands of streams at once, every stream's end woke
+  // every thread still waiting on finished_event().
+  void wait_finished(uint32_t id);
 
  private:
   void account(uint32_t id, uint64_t stream_record::*field, uint64_t bytes, uint64_t now);
