@@ -6,7 +6,9 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -399,9 +401,14 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
       b.topology_class = topo::topology_class(p);
     }
   }
+  // Each transfer's rows with refused bytes, counted by name first: looking through every
+  // row for each transfer took 16.8 M string comparisons with 4,096 transfers.
+  std::unordered_map<std::string_view, int> refused_rows;
+  for (const auto& b : r.bandwidth)
+    if (b.failed_bytes) ++refused_rows[b.transfer];
   for (const auto& x : s.transfers)
-    for (const auto& b : r.bandwidth)
-      if (b.transfer == x.name && b.failed_bytes)
+    if (auto it = refused_rows.find(x.name); it != refused_rows.end())
+      for (int i = 0; i < it->second; ++i)
         if (auto why = refusal_reason(t, a, x); !why.empty())
           r.errors.push_back(fmt::format("{}: {}", x.name, why));
   r.stats = dump_stats(sys, r.simulated_ns);
