@@ -7,8 +7,8 @@ For each size from 4 KiB to 256 MiB and each direction it runs
 scenarios/validation/h200_cuda_copies.yaml and prints, beside the recordings of
 tests/data/hw_probe:
   single  one asynchronous copy timed to its completion, against the median (and range) of
-          the copies between CUDA events of every recording (copy_curves.txt 'single', and
-          sync_auto.txt's event column);
+          the copies between CUDA events of every recording (copy_curves.txt 'single',
+          sync_auto.txt's event column, and each run of direction*.txt);
   sync    one synchronous copy timed by its caller, against sync_auto.txt (sizes it has).
 Errors are relative to the median. docs/architecture.md, "CUDA copy costs", cites the output.
 """
@@ -34,6 +34,11 @@ def recordings():
         for line in open(path):
             f = line.split()
             if len(f) > 2 and f[0] in ("h2d", "d2h"):
+                single.setdefault((f[0], int(f[1])), []).append(float(f[2]))
+    for path in glob.glob(os.path.join(DATA, "*", "direction*.txt")):
+        for line in open(path):
+            f = line.split()
+            if len(f) == 6 and f[0] in ("h2d", "d2h"):
                 single.setdefault((f[0], int(f[1])), []).append(float(f[2]))
     for path in glob.glob(os.path.join(DATA, "*", "sync_auto.txt")):
         for line in open(path):

@@ -1,0 +1,71 @@
+// One copy between CUDA events, in each direction and within device memory, sizes side by
+// side: what the copy engine's fixed costs are without PCIe (device to device, within one
+// GPU's memory) and what each PCIe direction adds to them (tools/hw_probe/README.md). The
+// three kinds take turns at every repetition, so each sees the same machine state. Host
+// memory is pinned. One line per kind and size:
+//
+//   dir bytes single_us min_us p90_us reps
+//
+// single_us is the median of the repetitions after warm-ups, min_us and p90_us the fastest
+// and the 90th percentile.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "probe_common.h"
+
+namespace {
+enum kind { d2d, h2d, d2h };
+const char* name(int k) { return k == d2d ? "d2d" : k == h2d ? "h2d" : "d2h"; }
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[size_t(p * double(v.size() - 1) + 0.5)];
+}
+}  // namespace
+
+int main() {
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("# device 0: %s, %d copy engines (asyncEngineCount)\n", prop.name,
+              prop.asyncEngineCount);
+  const size_t most = 2u << 20;
+  char *host, *dev_a, *dev_b;
+  CHECK(cudaMallocHost(&host, most));
+  CHECK(cudaMalloc(&dev_a, most));
+  CHECK(cudaMalloc(&dev_b, most));
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::printf("# dir bytes single_us min_us p90_us reps\n");
+  const size_t sizes[] = {4, 4096, 65536, 131072, 262144, 524288, 1u << 20, 2u << 20};
+  const int reps = 2000, warm = 20;
+  for (size_t bytes : sizes) {
+    std::vector<double> t[3];
+    for (int r = 0; r < reps; ++r) {
+      for (int k = 0; k < 3; ++k) {
+        CHECK(cudaEventRecord(a, s));
+        if (k == d2d)
+          CHECK(cudaMemcpyAsync(dev_b, dev_a, bytes, cudaMemcpyDeviceToDevice, s));
+        else if (k == h2d)
+          CHECK(cudaMemcpyAsync(dev_a, host, bytes, cudaMemcpyHostToDevice, s));
+        else
+          CHECK(cudaMemcpyAsync(host, dev_a, bytes, cudaMemcpyDeviceToHost, s));
+        CHECK(cudaEventRecord(b, s));
+        CHECK(cudaEventSynchronize(b));
+        float ms;
+        CHECK(cudaEventElapsedTime(&ms, a, b));
+        if (r >= warm) t[k].push_back(ms * 1e3);
+      }
+    }
+    for (int k = 0; k < 3; ++k)
+      std::printf("%-4s %10zu %10.3f %10.3f %10.3f %6zu\n", name(k), bytes, median(t[k]),
+                  percentile(t[k], 0), percentile(t[k], 0.9), t[k].size());
+  }
+  return 0;
+}
