@@ -7,7 +7,8 @@
 //   dir bytes single_us min_us p90_us reps
 //
 // single_us is the median of the repetitions after warm-ups, min_us and p90_us the fastest
-// and the 90th percentile.
+// and the 90th percentile. Then copies within device memory alone from 4 MiB to 256 MiB,
+// where their rate shows.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,7 +33,7 @@ int main() {
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# device 0: %s, %d copy engines (asyncEngineCount)\n", prop.name,
               prop.asyncEngineCount);
-  const size_t most = 2u << 20;
+  const size_t most = 256u << 20;
   char *host, *dev_a, *dev_b;
   CHECK(cudaMallocHost(&host, most));
   CHECK(cudaMalloc(&dev_a, most));
@@ -66,6 +67,20 @@ int main() {
     for (int k = 0; k < 3; ++k)
       std::printf("%-4s %10zu %10.3f %10.3f %10.3f %6zu\n", name(k), bytes, median(t[k]),
                   percentile(t[k], 0), percentile(t[k], 0.9), t[k].size());
+  }
+  for (size_t bytes = 4u << 20; bytes <= most; bytes *= 4) {
+    std::vector<double> t;
+    for (int r = 0; r < 220; ++r) {
+      CHECK(cudaEventRecord(a, s));
+      CHECK(cudaMemcpyAsync(dev_b, dev_a, bytes, cudaMemcpyDeviceToDevice, s));
+      CHECK(cudaEventRecord(b, s));
+      CHECK(cudaEventSynchronize(b));
+      float ms;
+      CHECK(cudaEventElapsedTime(&ms, a, b));
+      if (r >= warm) t.push_back(ms * 1e3);
+    }
+    std::printf("%-4s %10zu %10.3f %10.3f %10.3f %6zu\n", name(d2d), bytes, median(t),
+                percentile(t, 0), percentile(t, 0.9), t.size());
   }
   return 0;
 }
