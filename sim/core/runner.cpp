@@ -408,9 +408,8 @@ run_result run_topology(const scenario& s, const topo::topology& t, const topo::
     if (b.failed_bytes) ++refused_rows[b.transfer];
   for (const auto& x : s.transfers)
     if (auto it = refused_rows.find(x.name); it != refused_rows.end())
-      for (int i = 0; i < it->second; ++i)
-        if (auto why = refusal_reason(t, a, x); !why.empty())
-          r.errors.push_back(fmt::format("{}: {}", x.name, why));
+      if (auto why = refusal_reason(t, a, x); !why.empty())
+        for (int i = 0; i < it->second; ++i) r.errors.push_back(fmt::format("{}: {}", x.name, why));
   r.stats = dump_stats(sys, r.simulated_ns);
   r.warnings = t.warnings;  // what the topology chose on the user's behalf
   if (s.fidelity == fidelity::burst)

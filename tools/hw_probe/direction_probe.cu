@@ -21,11 +21,6 @@
 namespace {
 enum kind { d2d, h2d, d2h };
 const char* name(int k) { return k == d2d ? "d2d" : k == h2d ? "h2d" : "d2h"; }
-
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[size_t(p * double(v.size() - 1) + 0.5)];
-}
 }  // namespace
 
 int main() {
