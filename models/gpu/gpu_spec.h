@@ -26,6 +26,10 @@ struct gpu_spec {
   double copy_launch_ns = 0;
   double copy_completion_ns = 0;
   double copy_sync_return_ns = 0;
+  // Copy engines (CUDA's asyncEngineCount; 0: not modelled, every copy runs at once) and
+  // what an engine takes to turn from one stream's copy to another's.
+  uint32_t copy_engines = 0;
+  double copy_switch_ns = 0;
 };
 
 inline const params::table<gpu_spec>& gpu_spec_params() {
@@ -63,6 +67,17 @@ inline const params::table<gpu_spec>& gpu_spec_params() {
       params::time("copy_sync_return", &gpu_spec::copy_sync_return_ns,
                    "From a copy's completion to the return of a call blocked on it (a "
                    "synchronous cuMemcpy, cuStreamSynchronize, cuCtxSynchronize)."),
+      params::integer("copy_engines", &gpu_spec::copy_engines,
+                      "Copy engines (CUDA's asyncEngineCount). Each runs one copy at a time, "
+                      "whichever stream it is on, in the order copies reach it: with 1 every "
+                      "copy takes it; with 2 host-to-device copies take one and the others the "
+                      "second; with 3 or more copies within device memory take a third. 0: not "
+                      "modelled, every copy runs at once.")
+          .between(0, 64),
+      params::time("copy_switch", &gpu_spec::copy_switch_ns,
+                   "From an engine's completion of one stream's copy to the first request of a "
+                   "copy another stream queued for it (a copy behind one of its own stream "
+                   "starts at that one's completion)."),
   };
   return t;
 }

@@ -2,6 +2,8 @@
 
 #include <sysc/kernel/sc_dynamic_processes.h>  // sc_spawn
 #include <cstring>
+#include <optional>
+#include <stdexcept>
 
 #include "models/transport/sim_clock.h"
 #include "models/transport/stream_log.h"
@@ -20,6 +22,27 @@ void spend(double ns) {
   if (ns > 0) wait(sc_time(ns, SC_NS));
 }
 }  // namespace
+
+// The highest free staging buffer of a socket's memory, its top 256 MiB first, taken until
+// the copy is done: copies running at once each stage in one of their own.
+copy_engine_executor::staging_range::staging_range(std::map<uint64_t, uint64_t>& taken,
+                                                   uint64_t capacity)
+    : m_taken(taken) {
+  const uint64_t bytes = staging_bytes;
+  uint64_t top = capacity;
+  for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
+    if (top - (it->first + it->second) >= bytes) break;  // fits above this range
+    top = it->first;
+  }
+  if (top < bytes)
+    throw std::runtime_error("host memory too small to stage the copies running at once");
+  offset = top - bytes;
+  taken[offset] = bytes;
+}
+
+copy_engine_executor::staging_range::~staging_range() {
+  m_taken.erase(offset);
+}
 
 copy_engine_executor::copy_engine_executor(fabric_system& sys, std::vector<gpu::gpu*> gpus)
     : m_sys(sys), m_gpus(std::move(gpus)) {}
@@ -72,15 +95,15 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
   using cuda::copy_kind;
   if (r.kind == copy_kind::host_to_device) {
     auto& rc = socket_of(r.dst_gpu);
-    uint64_t staging = rc.memory().capacity() - staging_bytes;
-    rc.memory().write(staging, staged);
-    engine_dma(r.dst_gpu, false, staging, r, true);
+    staging_range staging(m_staging[&rc], rc.memory().capacity());
+    rc.memory().write(staging.offset, staged);
+    engine_dma(r.dst_gpu, false, staging.offset, r, true);
   } else if (r.kind == copy_kind::device_to_host) {
     auto& rc = socket_of(r.src_gpu);
-    uint64_t staging = rc.memory().capacity() - staging_bytes;
-    engine_dma(r.src_gpu, true, staging, r, false);
+    staging_range staging(m_staging[&rc], rc.memory().capacity());
+    engine_dma(r.src_gpu, true, staging.offset, r, false);
     std::vector<uint8_t> bytes(r.bytes);
-    rc.memory().read(staging, bytes);
+    rc.memory().read(staging.offset, bytes);
     std::memcpy(r.host_dst, bytes.data(), r.bytes);
   } else if (r.src_gpu != r.dst_gpu) {
     // Across GPUs without peer access the driver stages through host memory: the source
@@ -96,12 +119,14 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
     }
     auto& src_rc = socket_of(r.src_gpu);
     auto& dst_rc = socket_of(r.dst_gpu);
-    uint64_t src_staging = src_rc.memory().capacity() - staging_bytes;
-    uint64_t dst_staging = dst_rc.memory().capacity() - staging_bytes;
-    engine_dma(r.src_gpu, true, src_staging, out, false);
-    if (&src_rc != &dst_rc) {  // the other socket's staging buffer (the CPU copies it over)
+    staging_range src_staging(m_staging[&src_rc], src_rc.memory().capacity());
+    std::optional<staging_range> other;  // the other socket's (the CPU copies it over)
+    if (&src_rc != &dst_rc) other.emplace(m_staging[&dst_rc], dst_rc.memory().capacity());
+    const uint64_t dst_staging = other ? other->offset : src_staging.offset;
+    engine_dma(r.src_gpu, true, src_staging.offset, out, false);
+    if (other) {
       std::vector<uint8_t> bytes(r.bytes);
-      src_rc.memory().read(src_staging, bytes);
+      src_rc.memory().read(src_staging.offset, bytes);
       dst_rc.memory().write(dst_staging, bytes);
     }
     engine_dma(r.dst_gpu, false, dst_staging, in, true);
@@ -145,13 +170,19 @@ void copy_engine_executor::copy(const cuda::copy_request& r) {
   const uint64_t ticket = q.issued++;
   // From the doorbell: the engine fetches the copy while the copies ahead of it on the stream
   // run, so it starts at the later of its launch and their completion.
-  auto body = [this, r, staged, ticket, key, index, &engine] {
+  auto body = [this, r, staged, ticket, key, index, gpu, &engine] {
     spend(engine.copy_launch_ns);
     while (m_queues[key].finished != ticket) wait(m_progress);  // stream order
+    engine_lane* lane = take_lane(gpu, r.kind, key, engine);
     run(r, staged);
     spend(engine.copy_completion_ns);
     m_times[index].complete_ps = transport::now_ps();
     ++m_queues[key].finished;
+    if (lane) {
+      lane->free_ps = transport::now_ps();
+      lane->last_stream = key;
+      ++lane->serving;
+    }
     m_progress.notify(SC_ZERO_TIME);
   };
   if (r.complete_on_return) {
@@ -161,6 +192,34 @@ void copy_engine_executor::copy(const cuda::copy_request& r) {
     sc_spawn(body);  // returns once queued; the copy runs on (guide 5.7)
   }
   m_times[index].return_ps = transport::now_ps();
+}
+
+// Which of a GPU's copy engines a copy takes (gpu_spec `copy_engines`): with one, every copy
+// takes it; with two, host to device copies take one and the others the second; with three
+// or more, copies within device memory (and to other GPUs) take a third.
+int copy_engine_executor::lane_of(cuda::copy_kind kind, int engines) {
+  if (engines <= 1) return 0;
+  if (kind == cuda::copy_kind::host_to_device) return 0;
+  if (kind == cuda::copy_kind::device_to_host || engines == 2) return 1;
+  return 2;
+}
+
+// Waits, in the order copies came to it, until the engine a copy takes has finished the
+// copies before it; after another stream's copy, `copy_switch` more. Null when the GPU's
+// engines are not modelled (`copy_engines: 0`): copies then run at once.
+copy_engine_executor::engine_lane* copy_engine_executor::take_lane(int gpu, cuda::copy_kind kind,
+                                                                   const stream_key& stream,
+                                                                   const gpu::gpu_params& engine) {
+  if (engine.copy_engines <= 0) return nullptr;
+  engine_lane& lane = m_lanes[{gpu, lane_of(kind, engine.copy_engines)}];
+  const uint64_t turn = lane.tickets++;
+  while (lane.serving != turn) wait(m_progress);
+  if (lane.served_any && lane.last_stream != stream) {
+    const uint64_t at = lane.free_ps + uint64_t(engine.copy_switch_ns * 1000 + 0.5);
+    if (at > transport::now_ps()) wait(sc_time(double(at - transport::now_ps()), SC_PS));
+  }
+  lane.served_any = true;
+  return &lane;
 }
 
 void copy_engine_executor::drain() {

@@ -44,6 +44,32 @@ class copy_engine_executor final : public cuda::copy_executor {
     uint64_t issued = 0, finished = 0;
     int gpu = 0;  // whose engine ran its latest copy (its sync_return applies)
   };
+  // One copy engine: it runs one copy at a time, whichever stream it is on, in the order
+  // they came to it (tools/hw_probe/streams_probe.cu).
+  struct engine_lane {
+    uint64_t tickets = 0, serving = 0;  // copies that came to it, and the one it runs
+    bool served_any = false;
+    stream_key last_stream{};  // of the copy it ran last
+    uint64_t free_ps = 0;      // when that copy completed
+  };
+  static int lane_of(cuda::copy_kind kind, int engines);
+  engine_lane* take_lane(int gpu, cuda::copy_kind kind, const stream_key& stream,
+                         const gpu::gpu_params& engine);
+  std::map<std::pair<int, int>, engine_lane> m_lanes;  // by GPU and engine
+  // Where a copy stages its bytes in a socket's memory while it runs (as the driver stages
+  // pageable memory): taken ranges by offset, with their lengths, per socket.
+  class staging_range {
+   public:
+    staging_range(std::map<uint64_t, uint64_t>& taken, uint64_t capacity);
+    ~staging_range();
+    staging_range(const staging_range&) = delete;
+    staging_range& operator=(const staging_range&) = delete;
+    uint64_t offset = 0;
+
+   private:
+    std::map<uint64_t, uint64_t>& m_taken;
+  };
+  std::map<const root_complex::root_complex*, std::map<uint64_t, uint64_t>> m_staging;
   void run(const cuda::copy_request& r, const std::vector<uint8_t>& staged);
   void engine_dma(int gpu, bool write, uint64_t host_offset, const cuda::copy_request& r,
                   bool host_is_src);

@@ -14,10 +14,12 @@ namespace {
 using detail::program_names;
 
 std::set<std::string> all_calls() {
-  std::set<std::string> calls = {"cuInit",           "cuCtxCreate",  "cuCtxDestroy", "cuMemAlloc",
-                                 "cuMemFree",        "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyDtoD",
-                                 "cuCtxSynchronize", "register",     "deregister",   "dma",
-                                 "wait_dma",         "sleep",        "exit",         "link_down"};
+  std::set<std::string> calls = {"cuInit",       "cuCtxCreate",    "cuCtxDestroy",
+                                 "cuMemAlloc",   "cuMemFree",      "cuMemcpyHtoD",
+                                 "cuMemcpyDtoH", "cuMemcpyDtoD",   "cuCtxSynchronize",
+                                 "register",     "deregister",     "dma",
+                                 "wait_dma",     "sleep",          "exit",
+                                 "link_down",    "cuStreamCreate", "cuStreamSynchronize"};
   calls.insert(detail::api_calls().begin(), detail::api_calls().end());
   return calls;
 }
@@ -66,6 +68,19 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
     buffers.insert(s.name);
   }
   if (s.call == "cuMemFree") buffer();
+  auto stream = [&] {
+    s.stream = r.str("stream", "");
+    if (!s.stream.empty() && !names.streams.count(s.stream))
+      r.fail("stream", "no stream '" + s.stream + "' was made by an earlier cuStreamCreate");
+  };
+  if (s.call == "cuStreamCreate") {
+    s.name = r.str("name");
+    if (names.streams.count(s.name) || names.copies.count(s.name) || transfers.count(s.name) ||
+        buffers.count(s.name))
+      r.fail("name", "'" + s.name + "' already names a stream, a buffer, a dma step or a copy");
+    names.streams.insert(s.name);
+  }
+  if (s.call == "cuStreamSynchronize") stream();
   if (s.call.rfind("cuMemcpy", 0) == 0) {
     buffer();
     s.offset = r.size("offset", 0);
@@ -73,10 +88,19 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
     s.async = r.boolean("async", false);
     if (s.call != "cuMemcpyDtoD")
       s.pinned = r.choice("host", {"pageable", "pinned"}, "pageable") == "pinned";
+    stream();
+    if (!s.stream.empty() && !s.async)
+      r.fail("stream", "a synchronous cuMemcpy runs on no stream of the caller's: add async: true");
     s.name = r.str("name", "");  // names the copy in the results
+    s.since = r.str("since", "");
+    if (!s.since.empty() && !names.copies.count(s.since))
+      r.fail("since", "no earlier cuMemcpy step is named '" + s.since + "'");
+    if (!s.since.empty() && s.name.empty())
+      r.fail("since", "only a named copy is timed: give this step a name");
     if (!s.name.empty()) {
-      if (names.copies.count(s.name) || transfers.count(s.name) || buffers.count(s.name))
-        r.fail("name", "'" + s.name + "' already names a buffer, a dma step or a copy");
+      if (names.copies.count(s.name) || transfers.count(s.name) || buffers.count(s.name) ||
+          names.streams.count(s.name))
+        r.fail("name", "'" + s.name + "' already names a buffer, a stream, a dma step or a copy");
       names.copies.insert(s.name);
     }
     if (s.call == "cuMemcpyDtoD") {

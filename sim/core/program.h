@@ -78,6 +78,7 @@ struct step_spec {
   std::string call;     // cuInit, cuCtxCreate, cuCtxDestroy, cuMemAlloc, cuMemFree,
                         // cuPointer{Get,Set}Attribute, cuPointerGetAttributes,
                         // cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyDtoD, cuCtxSynchronize,
+                        // cuStreamCreate, cuStreamSynchronize,
                         // nvidia_p2p_*, callbacks, register, deregister, dma, wait_dma,
                         // sleep, exit; the fault link_down
   std::string device;   // cuCtxCreate: a GPU; link_down: the node below the link
@@ -89,7 +90,10 @@ struct step_spec {
   int count = 1;                  // dma: repetitions; callbacks: how many must have run
   double every_ns = 0;            // dma: one repetition starts every this often (0: back to back)
   bool wait = true;               // dma: wait for it (false: it runs while the program goes on)
-  bool async = false;             // cuMemcpy*: the Async form (on the NULL stream)
+  bool async = false;             // cuMemcpy*: the Async form
+  std::string stream;             // cuMemcpy* Async, cuStreamSynchronize: a cuStreamCreate's
+                                  // name ("" = the NULL stream)
+  std::string since;              // a named cuMemcpy*: timed from the call of this earlier one
   bool pinned = false;            // cuMemcpyHtoD/DtoH: host memory from cuMemAllocHost
   bool relaxed_ordering = false;  // dma: attributes of the device's requests
   bool id_based_ordering = false;

@@ -75,6 +75,7 @@ class program_runner : public sc_core::sc_module {
   std::string cuda_step(const step_spec& s, int pid);
   std::string dma(const step_spec& s, int pid, size_t result_index);
   std::string memcpy_step(const step_spec& s);
+  CUstream stream_of(const step_spec& s) const;
   // A cuMemcpyDtoH's bytes against what the program had copied into the buffer.
   struct host_check {
     std::string where, buffer;
@@ -154,13 +155,15 @@ class program_runner : public sc_core::sc_module {
   dma::dma_initiator* m_engine = nullptr;                   // the peer driver's device
   std::map<std::string, buffer> m_buffers;
   std::map<int, CUcontext> m_contexts;                   // the last context each process created
+  std::map<std::string, CUstream> m_streams;             // by their cuStreamCreate's name
   std::map<std::string, std::vector<uint8_t>> m_images;  // what cuMemcpy put in each buffer
   std::unique_ptr<copy_engine_executor> m_copies;
   struct named_copy {
     std::string name, call;
     uint64_t bytes = 0;
     bool async = false;
-    size_t index = 0;  // in m_copies->times()
+    size_t index = 0;   // in m_copies->times()
+    std::string since;  // timed from that named copy's call ("" = its own)
   };
   std::vector<named_copy> m_named_copies;
   std::vector<host_check> m_pending_checks;  // async copies into pinned memory

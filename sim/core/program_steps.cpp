@@ -56,6 +56,13 @@ std::string program_runner::cuda_step(const step_spec& s, int pid) {
   }
   if (s.call == "cuCtxDestroy") return step_result(cuCtxDestroy(m_contexts[pid]));
   if (s.call == "cuCtxSynchronize") return step_result(cuCtxSynchronize());
+  if (s.call == "cuStreamCreate") {
+    CUstream st = nullptr;
+    CUresult r = cuStreamCreate(&st, 0);
+    if (r == CUDA_SUCCESS) m_streams[s.name] = st;
+    return step_result(r);
+  }
+  if (s.call == "cuStreamSynchronize") return step_result(cuStreamSynchronize(stream_of(s)));
   if (s.call == "cuMemAlloc") {
     CUdeviceptr p = 0;
     CUresult r = cuMemAlloc(&p, s.size);
@@ -70,6 +77,13 @@ std::string program_runner::cuda_step(const step_spec& s, int pid) {
   return step_result(r);
 }
 
+// The stream a step names: nullptr (the NULL stream) when it names none, or when its
+// cuStreamCreate failed (a step that expected that failure may go on).
+CUstream program_runner::stream_of(const step_spec& s) const {
+  auto it = m_streams.find(s.stream);
+  return it == m_streams.end() ? nullptr : it->second;
+}
+
 // Copies through the CUDA API (and so through the GPU's copy engine on the fabric). The
 // program remembers what it copied into each buffer and checks what comes back out: at once
 // for a copy complete on return, after the program for one into pinned memory still running.
@@ -82,7 +96,7 @@ std::string program_runner::memcpy_step(const step_spec& s) {
   const size_t copies_before = m_copies->times().size();
   auto note_copy = [&](CUresult r) {
     if (r == CUDA_SUCCESS && !s.name.empty() && m_copies->times().size() > copies_before)
-      m_named_copies.push_back({s.name, s.call, len, s.async, copies_before});
+      m_named_copies.push_back({s.name, s.call, len, s.async, copies_before, s.since});
     return step_result(r);
   };
   // The host side: the program's own (pageable) memory, or a block of cuMemAllocHost's that
@@ -102,13 +116,13 @@ std::string program_runner::memcpy_step(const step_spec& s) {
   if (s.call == "cuMemcpyHtoD") {
     const std::vector<uint8_t> bytes = pattern_bytes(m_seed + m_steps.size(), len);
     std::copy(bytes.begin(), bytes.end(), host);
-    CUresult r = s.async ? cuMemcpyHtoDAsync(b.va + s.offset, host, len, nullptr)
+    CUresult r = s.async ? cuMemcpyHtoDAsync(b.va + s.offset, host, len, stream_of(s))
                          : cuMemcpyHtoD(b.va + s.offset, host, len);
     if (r == CUDA_SUCCESS) std::copy(bytes.begin(), bytes.end(), image.begin() + s.offset);
     return note_copy(r);
   }
   if (s.call == "cuMemcpyDtoH") {
-    CUresult r = s.async ? cuMemcpyDtoHAsync(host, b.va + s.offset, len, nullptr)
+    CUresult r = s.async ? cuMemcpyDtoHAsync(host, b.va + s.offset, len, stream_of(s))
                          : cuMemcpyDtoH(host, b.va + s.offset, len);
     if (r != CUDA_SUCCESS) return note_copy(r);
     host_check check{s.loc.str(), s.buffer, host, {}};
@@ -121,7 +135,7 @@ std::string program_runner::memcpy_step(const step_spec& s) {
   }
   auto dst = m_buffers.find(s.to);
   const buffer d = dst == m_buffers.end() ? buffer{0, 0, 0, false} : dst->second;
-  CUresult r = s.async ? cuMemcpyDtoDAsync(d.va + s.offset, b.va + s.offset, len, nullptr)
+  CUresult r = s.async ? cuMemcpyDtoDAsync(d.va + s.offset, b.va + s.offset, len, stream_of(s))
                        : cuMemcpyDtoD(d.va + s.offset, b.va + s.offset, len);
   if (r == CUDA_SUCCESS) {
     auto& to = m_images[s.to];
@@ -148,13 +162,17 @@ std::vector<bandwidth_result> program_runner::copy_results() const {
     // What the caller waited, for a synchronous call; for an asynchronous one, the time to
     // its completion: what CUDA events around it measure.
     const uint64_t end = c.async ? t.complete_ps : t.return_ps;
+    uint64_t from = t.call_ps;
+    for (const auto& other : m_named_copies)
+      if (!c.since.empty() && other.name == c.since)
+        from = m_copies->times().at(other.index).call_ps;
     bandwidth_result b;
     b.transfer = c.name;
     b.src = t.engine;
     b.dst = c.call == "cuMemcpyDtoD" ? t.engine : t.host;
     b.op = c.call == "cuMemcpyHtoD" ? "read" : "write";  // seen from the copy engine
     b.bytes = c.bytes;
-    b.seconds = end > t.call_ps ? (end - t.call_ps) * 1e-12 : 0;
+    b.seconds = end > from ? (end - from) * 1e-12 : 0;
     b.gbps = b.seconds > 0 ? c.bytes / b.seconds * 1e-9 : 0;
     b.call = c.call;
     b.async = c.async;

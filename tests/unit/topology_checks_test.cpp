@@ -68,8 +68,8 @@ TEST_CASE("topology checks: each bad fixture fails at the offending key", "[topo
       {"unknown_key", 6, 5,
        "unknown key 'vramm' (expected one of: name, model, type, mps, mrrs, rcb, tags, bar0, "
        "bar0_address, bar1, bar1_reserved, bar1_address, vram, vram_latency, vram_bandwidth, "
-       "rdma_writes_ordering, copy_submit, copy_launch, copy_completion, copy_sync_return); did "
-       "you mean 'vram'?"},
+       "rdma_writes_ordering, copy_submit, copy_launch, copy_completion, copy_sync_return, "
+       "copy_engines, copy_switch); did you mean 'vram'?"},
       {"rdma_writes_ordering", 4, 40,
        "rdma_writes_ordering: expected one of: none, owner, all_devices, got 'strict'"},
       {"unknown_platform", 2, 28,

@@ -4,7 +4,8 @@
 # writes OUTDIR/system.txt (date, kernel, nvidia-smi, nvcc), nvidia-smi-q.txt, topo-m.txt,
 # pcie_config.txt (pcie_config.py), copy_curves.txt (copy_probe.cu), latency.txt (latency_probe.cu),
 # sync_<policy>.txt (sync_probe.cu, one per host wait policy), engines.txt (engines_probe.cu),
-# direction.txt (direction_probe.cu) and nccl_topo.xml with nccl.log (nccl_topo_dump.py).
+# direction.txt (direction_probe.cu), streams.txt (streams_probe.cu) and nccl_topo.xml with
+# nccl.log (nccl_topo_dump.py).
 set -u
 out=${1:?usage: run.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,3 +39,5 @@ nvcc -O2 -std=c++17 -o /tmp/engines_probe "$here/engines_probe.cu" || exit 1
 /tmp/engines_probe >"$out/engines.txt" 2>&1
 nvcc -O2 -std=c++17 -o /tmp/direction_probe "$here/direction_probe.cu" || exit 1
 /tmp/direction_probe >"$out/direction.txt" 2>&1
+nvcc -O2 -std=c++17 -o /tmp/streams_probe "$here/streams_probe.cu" || exit 1
+/tmp/streams_probe >"$out/streams.txt" 2>&1
