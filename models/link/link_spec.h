@@ -55,11 +55,13 @@ inline const params::table<link_spec>& link_spec_params() {
                        "Propagation, one way (wire + PHY pipeline)."),
           params::boolean("ecrc", &link_spec::ecrc, "End-to-end CRC: +4 bytes per TLP."),
           params::integer("ack_limit", &link_spec::ack_limit,
-                          "Bytes between ACK DLLPs; 0 = the spec's table value for gen, width "
-                          "and MPS.")
+                          "Bytes between ACK DLLPs, both directions; 0 = what each end's "
+                          "receiver sends (its device or platform preset's `ack_limit`), else "
+                          "the spec's table value for gen, width and MPS.")
               .between(0, 1 << 20),
           params::integer("fc_limit", &link_spec::fc_limit,
-                          "Bytes between UpdateFC DLLPs; 0 = the spec's table value.")
+                          "Bytes between UpdateFC DLLPs, both directions; 0 = each end's "
+                          "receiver's `fc_limit`, else the spec's table value.")
               .between(0, 1 << 20),
       },
       params::within("credits", &link_spec::credits, credit_params()),

@@ -15,13 +15,22 @@ pcie_link::pcie_link(sc_module_name name, const pcie_link_params& p,
   t.latency_ps = pcie::ns_to_ps(p.latency_ns);
   t.pcie_framing = true;
   t.ecrc = p.ecrc;
-  t.ack_limit = p.ack_limit ? p.ack_limit : pcie::spec_ack_limit(p.gen, p.width, p.mps);
-  t.fc_limit = p.fc_limit ? p.fc_limit : pcie::spec_fc_limit(p.gen, p.width, p.mps);
   t.skip_fraction = pcie::skip_fraction;
-  m_params.ack_limit = t.ack_limit;
-  m_params.fc_limit = t.fc_limit;
-  m_down = std::make_unique<link_channel>("down", t, p.down_credits, order);
-  m_up = std::make_unique<link_channel>("up", t, p.up_credits, order);
+  // The DLLPs a direction's receiver sends are charged to that direction (docs/architecture.md,
+  // "Timing model and why"): the link's limits if it sets them, else that receiver's, else the
+  // spec's tables.
+  auto with_dllps = [&](const pcie::dllp_rates& receiver) {
+    channel_timing d = t;
+    d.ack_limit = p.ack_limit          ? p.ack_limit
+                  : receiver.ack_limit ? receiver.ack_limit
+                                       : pcie::spec_ack_limit(p.gen, p.width, p.mps);
+    d.fc_limit = p.fc_limit          ? p.fc_limit
+                 : receiver.fc_limit ? receiver.fc_limit
+                                     : pcie::spec_fc_limit(p.gen, p.width, p.mps);
+    return d;
+  };
+  m_down = std::make_unique<link_channel>("down", with_dllps(p.down_dllps), p.down_credits, order);
+  m_up = std::make_unique<link_channel>("up", with_dllps(p.up_dllps), p.up_credits, order);
 }
 
 double pcie_link::raw_gbs() const {

@@ -9,6 +9,7 @@
 
 #include "models/link/link_channel.h"
 #include "models/link/link_spec.h"
+#include "models/pcie/dllp_rates.h"
 #include "models/transport/pcie_port.h"
 
 namespace p2psim::link {
@@ -19,6 +20,9 @@ struct pcie_link_params : link_spec {
   uint32_t mps = 256;                // selects the spec's DLLP-rate table column
   pcie::credit_limits down_credits;  // what the downstream component's receiver advertises
   pcie::credit_limits up_credits;    // what the upstream component's receiver advertises
+  // How each end's receiver acknowledges what it receives (charged to the direction it
+  // receives); the link's own `ack_limit` / `fc_limit`, when set, go for both.
+  pcie::dllp_rates down_dllps, up_dllps;
 };
 
 class pcie_link : public sc_core::sc_module {

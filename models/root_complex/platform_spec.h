@@ -10,6 +10,7 @@
 #include "models/dma/memory_timing.h"
 #include "models/link/link_spec.h"
 #include "models/params/param.h"
+#include "models/pcie/dllp_rates.h"
 
 namespace p2psim::root_complex {
 
@@ -38,9 +39,10 @@ struct forwarding_spec {
 };
 
 struct platform_spec {
-  int max_gen = 5;             // fastest root-port link
-  double rc_latency_ns = 100;  // root port ingress to memory controller or to another port
-  forwarding_spec p2p;         // between root ports (or host bridges) of one socket
+  int max_gen = 5;                   // fastest root-port link
+  double rc_latency_ns = 100;        // root port ingress to memory controller or to another port
+  forwarding_spec p2p;               // between root ports (or host bridges) of one socket
+  pcie::dllp_rates root_port_dllps;  // how its root ports acknowledge what they receive
   dma::memory_timing memory{90, 50, 64, 64};
   link::interconnect_spec interconnect;
   p2p_policy interconnect_p2p_write, interconnect_p2p_read;  // crossing the interconnect
@@ -113,6 +115,7 @@ inline const params::table<platform_spec>& platform_spec_params() {
           params::time("root_complex.latency", &platform_spec::rc_latency_ns,
                        "Root port ingress to memory controller or to another root port."),
       },
+      params::within("root_complex", &platform_spec::root_port_dllps, pcie::dllp_rate_params()),
       params::within("root_complex.p2p", &platform_spec::p2p, rc_p2p_params()),
       params::within("memory", &platform_spec::memory, host_memory_params()),
       params::within("interconnect", &platform_spec::interconnect,

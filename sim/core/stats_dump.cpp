@@ -26,13 +26,17 @@ json dump_stats(fabric_system& sys, uint64_t ns) {
   json j;
   for (const auto& [name, l] : sys.links()) {
     const auto& p = l->params();
+    auto direction = [&](const link::link_channel& c) {
+      json d = declared(channel, c.stats(), ps);
+      d["ack_limit_bytes"] = c.timing().ack_limit;  // of the DLLPs charged to it
+      d["fc_limit_bytes"] = c.timing().fc_limit;
+      return d;
+    };
     j["links"][name] = {{"gen", p.gen},
                         {"width", p.width},
                         {"raw_gbps", l->raw_gbs()},
-                        {"ack_limit_bytes", p.ack_limit},
-                        {"fc_limit_bytes", p.fc_limit},
-                        {"downstream", declared(channel, l->downstream().stats(), ps)},
-                        {"upstream", declared(channel, l->upstream().stats(), ps)}};
+                        {"downstream", direction(l->downstream())},
+                        {"upstream", direction(l->upstream())}};
   }
   for (const auto& [name, q] : sys.interconnects())
     j["interconnects"][name] = {{"bandwidth_gbps", q->params().bandwidth_gbs},

@@ -208,6 +208,8 @@ void fabric_system::build_links() {
     p.mps = m_topo.pcie.mps;
     if (const auto* d = m_topo.find_device(l.down)) p.mps = d->control.mps;
     p.down_credits = receiver_credits(l.credits, !down_is_switch);
+    if (const auto* d = m_topo.find_device(l.down)) p.down_dllps = d->dllps;
+    if (up_is_socket) p.up_dllps = m_topo.find_socket(l.up)->platform.root_port_dllps;
     p.up_credits = receiver_credits(l.credits, up_is_socket);
     std::string name = "link_" + l.down;
     auto lk = std::make_unique<link::pcie_link>(name.c_str(), p, m_order);

@@ -65,6 +65,7 @@ const params::table<link_params>& link_settings() {
 const params::table<device_params>& device_settings() {
   static const params::table<device_params> t = params::join<device_params>({
       params::within("", &device_params::control, pcie::device_control_params()),
+      params::within("", &device_params::dllps, pcie::dllp_rate_params()),
       {
           params::size("bar0", &device_params::bar0_bytes,
                        "Register BAR. Power of two, at least 4KiB."),

@@ -14,6 +14,7 @@
 #include "models/iommu/iommu_spec.h"
 #include "models/link/link_spec.h"
 #include "models/pcie/device_control.h"
+#include "models/pcie/dllp_rates.h"
 #include "models/root_complex/platform_spec.h"
 #include "models/switch/switch_spec.h"
 #include "sim/config/source_loc.h"
@@ -79,6 +80,7 @@ struct device_params {
   std::string model;                  // its device preset (topologies/devices/), if any
   device::config_value settings;      // its kind's; never empty once loaded
   pcie::device_control control;       // the topology's `pcie` values with the device's own on top
+  pcie::dllp_rates dllps;             // how it acknowledges what it receives
   uint64_t bar0_bytes = 16ull << 20;  // registers
   std::optional<uint64_t> bar0_address;
   config::source_loc loc;

@@ -19,7 +19,7 @@ namespace {
 
 const char* scenario = "tests/data/scenarios/cuda_copy_costs.yaml";
 // The H200 preset's costs, in seconds.
-constexpr double submit = 2.2e-6, launch = 0.65e-6, completion = 1.45e-6, sync_return = 3.9e-6;
+constexpr double submit = 2.2e-6, launch = 0.15e-6, completion = 1.45e-6, sync_return = 3.9e-6;
 
 // Each named copy's time in seconds.
 std::map<std::string, double> copy_seconds(const std::string& sets, const std::string& tag) {

@@ -20,7 +20,7 @@ namespace {
 
 const char* scenario = "tests/data/scenarios/cuda_streams.yaml";
 // The H200 preset's costs, in seconds.
-constexpr double submit = 2.2e-6, launch = 0.65e-6, completion = 1.45e-6, switch_s = 2.3e-6;
+constexpr double submit = 2.2e-6, launch = 0.15e-6, completion = 1.45e-6, switch_s = 1.8e-6;
 constexpr double ns = 1e-9;
 
 // Each named copy's time in seconds; the run must check every byte it copied back (exit 0).

@@ -66,8 +66,9 @@ TEST_CASE("topology checks: each bad fixture fails at the offending key", "[topo
       {"overlap_memory", 4, 32, "overlaps host memory of cpu0"},
       {"windows_overlap", 7, 32, "make the memory windows of the ports above sw0"},
       {"unknown_key", 6, 5,
-       "unknown key 'vramm' (expected one of: name, model, type, mps, mrrs, rcb, tags, bar0, "
-       "bar0_address, bar1, bar1_reserved, bar1_address, vram, vram_latency, vram_bandwidth, "
+       "unknown key 'vramm' (expected one of: name, model, type, mps, mrrs, rcb, tags, ack_limit, "
+       "fc_limit, bar0, bar0_address, bar1, bar1_reserved, bar1_address, vram, vram_latency, "
+       "vram_bandwidth, "
        "rdma_writes_ordering, copy_submit, copy_launch, copy_completion, copy_sync_return, "
        "copy_engines, copy_switch); did you mean 'vram'?"},
       {"rdma_writes_ordering", 4, 40,
