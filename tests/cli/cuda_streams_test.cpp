@@ -74,3 +74,13 @@ TEST_CASE("CUDA streams: without engines modelled, copies on two streams run at 
   CHECK(t.at("b") < t.at("a") + dma);
   CHECK(t.at("b") > t.at("a"));
 }
+
+TEST_CASE("CUDA streams: a stream of a destroyed context or of another process is refused",
+          "[cli][cuda]") {
+  // A stream of another context of the same process works (the scenario's first copy).
+  // Each step says the CUresult it must return; any other fails the run (exit code 1).
+  auto r = run_cli("run tests/data/scenarios/cuda_streams_misuse.yaml");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("not as expected") == std::string::npos);
+}

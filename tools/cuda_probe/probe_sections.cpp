@@ -439,6 +439,15 @@ void probe::destroyed_contexts() {
   line("cuCtxCreate C -> " + res(r));
   const int k = alloc(4096, " in C");
   m_prev = 0;  // C's memory may live elsewhere; start the deltas afresh
+  // A stream of C used while A is current: its work runs in C.
+  CUstream sc = nullptr;
+  line("cuStreamCreate in C -> " + res(cuStreamCreate(&sc, 0)));
+  line("cuCtxSetCurrent(A) -> " + res(cuCtxSetCurrent(a)));
+  unsigned char bytes[4096] = {};
+  line("cuMemcpyHtoDAsync on C's stream, A current -> " +
+       res(cuMemcpyHtoDAsync(m_allocs[k].va, bytes, 4096, sc)));
+  line("cuStreamSynchronize(C's stream), A current -> " + res(cuStreamSynchronize(sc)));
+  line("cuCtxSetCurrent(C) -> " + res(cuCtxSetCurrent(c)));
   line("cuCtxDestroy(C) -> " + res(cuCtxDestroy(c)));
   m_allocs[k].live = false;
   CUcontext cur = nullptr;
@@ -453,6 +462,9 @@ void probe::destroyed_contexts() {
   line(fmt("cuCtxDestroy(C) again -> %s", r == CUDA_SUCCESS ? "CUDA_SUCCESS" : "fails"));
   line("cuCtxDestroy(NULL) -> " + res(cuCtxDestroy(nullptr)));
   line("cuCtxSetCurrent(A) -> " + res(cuCtxSetCurrent(a)));
+  // C's stream once C is gone is not probed either: libcuda 580 returned
+  // CONTEXT_IS_DESTROYED for cuStreamSynchronize and cuMemcpyHtoDAsync on it in one program
+  // and crashed (SIGSEGV) in cuStreamSynchronize in this one.
   alloc(4 * MiB, " in A after C");
   line("cuCtxDestroy(A) -> " + res(cuCtxDestroy(a)));
   r = cuCtxGetCurrent(&cur);

@@ -45,6 +45,18 @@ CUstream_st* live_stream(CUstream h) {
   return nullptr;
 }
 
+// What a call on stream `h` returns when it cannot use it: a stream of the caller's whose
+// context was destroyed gives CUDA_ERROR_CONTEXT_IS_DESTROYED (what driver 580 on an H200
+// returned for cuStreamSynchronize and cuMemcpyHtoDAsync in one program; in another the
+// dangling handle crashed it: tools/cuda_probe does not probe it), any other handle that is not
+// a live stream of the caller's CUDA_ERROR_INVALID_HANDLE.
+CUresult unusable_stream(CUstream h) {
+  for (auto& s : global().streams)
+    if (s.get() == h && s->ctx->pid == p2psim::kernel::current_pid() && !live_context(s->ctx))
+      return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  return CUDA_ERROR_INVALID_HANDLE;
+}
+
 // The live allocation of the calling process holding all of [va, va + bytes), or nullptr.
 nvidia_driver::allocation* device_range(CUdeviceptr va, size_t bytes) {
   auto* a = drv().find_allocation(p2psim::kernel::current_pid(), va);
@@ -66,7 +78,11 @@ CUresult issue(copy_kind kind, CUdeviceptr dst_va, void* host_dst, CUdeviceptr s
   if (CUresult r = check_init()) return r;
   CUctx_st* c = current_context();
   if (!c) return CUDA_ERROR_INVALID_CONTEXT;
-  if (stream && !live_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (stream) {
+    CUstream_st* s = live_stream(stream);
+    if (!s) return unusable_stream(stream);
+    c = s->ctx;  // a stream's work runs in its own context, whichever is current
+  }
   const bool src_dev = kind != copy_kind::host_to_device;
   const bool dst_dev = kind != copy_kind::device_to_host;
   if ((!src_dev && !host_src) || (!dst_dev && !host_dst)) return CUDA_ERROR_INVALID_VALUE;
@@ -186,7 +202,7 @@ CUresult cuStreamSynchronize(CUstream hStream) {
   CUctx_st* c = nullptr;
   if (hStream) {
     CUstream_st* s = live_stream(hStream);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (!s) return unusable_stream(hStream);
     c = s->ctx;
   } else if (!(c = current_context())) {  // the NULL stream of the current context
     return CUDA_ERROR_INVALID_CONTEXT;
