@@ -24,24 +24,32 @@ void spend(double ns) {
 }  // namespace
 
 // The highest free staging buffer of a socket's memory, its top 256 MiB first, taken until
-// the copy is done: copies running at once each stage in one of their own.
+// the copy is done: copies running at once each stage in one of their own. When the memory
+// holds no more, the copy waits for one to be given back (`freed`), as a driver's staging pool
+// makes copies wait. A program is refused when a socket has less than one (check_program).
 copy_engine_executor::staging_range::staging_range(std::map<uint64_t, uint64_t>& taken,
-                                                   uint64_t capacity)
-    : m_taken(taken) {
+                                                   uint64_t capacity, sc_core::sc_event& freed)
+    : m_taken(taken), m_freed(freed) {
   const uint64_t bytes = staging_bytes;
-  uint64_t top = capacity;
-  for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
-    if (top - (it->first + it->second) >= bytes) break;  // fits above this range
-    top = it->first;
+  for (;;) {
+    uint64_t top = capacity;
+    for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
+      if (top - (it->first + it->second) >= bytes) break;  // fits above this range
+      top = it->first;
+    }
+    if (top >= bytes) {
+      offset = top - bytes;
+      break;
+    }
+    if (taken.empty()) throw std::logic_error("a socket memory below the 256 MiB a copy stages in");
+    wait(freed);
   }
-  if (top < bytes)
-    throw std::runtime_error("host memory too small to stage the copies running at once");
-  offset = top - bytes;
   taken[offset] = bytes;
 }
 
 copy_engine_executor::staging_range::~staging_range() {
   m_taken.erase(offset);
+  m_freed.notify(SC_ZERO_TIME);
 }
 
 copy_engine_executor::copy_engine_executor(fabric_system& sys, std::vector<gpu::gpu*> gpus)
@@ -95,12 +103,12 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
   using cuda::copy_kind;
   if (r.kind == copy_kind::host_to_device) {
     auto& rc = socket_of(r.dst_gpu);
-    staging_range staging(m_staging[&rc], rc.memory().capacity());
+    staging_range staging(m_staging[&rc], rc.memory().capacity(), m_staging_freed);
     rc.memory().write(staging.offset, staged);
     engine_dma(r.dst_gpu, false, staging.offset, r, true);
   } else if (r.kind == copy_kind::device_to_host) {
     auto& rc = socket_of(r.src_gpu);
-    staging_range staging(m_staging[&rc], rc.memory().capacity());
+    staging_range staging(m_staging[&rc], rc.memory().capacity(), m_staging_freed);
     engine_dma(r.src_gpu, true, staging.offset, r, false);
     std::vector<uint8_t> bytes(r.bytes);
     rc.memory().read(staging.offset, bytes);
@@ -119,17 +127,24 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
     }
     auto& src_rc = socket_of(r.src_gpu);
     auto& dst_rc = socket_of(r.dst_gpu);
-    staging_range src_staging(m_staging[&src_rc], src_rc.memory().capacity());
-    std::optional<staging_range> other;  // the other socket's (the CPU copies it over)
-    if (&src_rc != &dst_rc) other.emplace(m_staging[&dst_rc], dst_rc.memory().capacity());
-    const uint64_t dst_staging = other ? other->offset : src_staging.offset;
-    engine_dma(r.src_gpu, true, src_staging.offset, out, false);
-    if (other) {
+    // Across sockets it takes a staging buffer on each, the sockets in name order, so that
+    // copies waiting for buffers never wait for each other.
+    const bool cross = &src_rc != &dst_rc;
+    const bool src_first = !cross || std::string(src_rc.basename()) < dst_rc.basename();
+    auto take = [&](root_complex::root_complex& rc, std::optional<staging_range>& into) {
+      into.emplace(m_staging[&rc], rc.memory().capacity(), m_staging_freed);
+    };
+    std::optional<staging_range> src_staging, dst_staging;  // the CPU copies between them
+    take(src_first ? src_rc : dst_rc, src_first ? src_staging : dst_staging);
+    if (cross) take(src_first ? dst_rc : src_rc, src_first ? dst_staging : src_staging);
+    const uint64_t dst_offset = cross ? dst_staging->offset : src_staging->offset;
+    engine_dma(r.src_gpu, true, src_staging->offset, out, false);
+    if (cross) {
       std::vector<uint8_t> bytes(r.bytes);
-      src_rc.memory().read(src_staging.offset, bytes);
-      dst_rc.memory().write(dst_staging, bytes);
+      src_rc.memory().read(src_staging->offset, bytes);
+      dst_rc.memory().write(dst_offset, bytes);
     }
-    engine_dma(r.dst_gpu, false, dst_staging, in, true);
+    engine_dma(r.dst_gpu, false, dst_offset, in, true);
   } else {
     // Within one GPU: VRAM to VRAM through the copy engine, no PCIe traffic. The bytes land
     // when the copy completes (a reader before then sees the old data: guide 5.7).

@@ -60,7 +60,7 @@ class copy_engine_executor final : public cuda::copy_executor {
   // pageable memory): taken ranges by offset, with their lengths, per socket.
   class staging_range {
    public:
-    staging_range(std::map<uint64_t, uint64_t>& taken, uint64_t capacity);
+    staging_range(std::map<uint64_t, uint64_t>& taken, uint64_t capacity, sc_core::sc_event& freed);
     ~staging_range();
     staging_range(const staging_range&) = delete;
     staging_range& operator=(const staging_range&) = delete;
@@ -68,8 +68,10 @@ class copy_engine_executor final : public cuda::copy_executor {
 
    private:
     std::map<uint64_t, uint64_t>& m_taken;
+    sc_core::sc_event& m_freed;
   };
   std::map<const root_complex::root_complex*, std::map<uint64_t, uint64_t>> m_staging;
+  sc_core::sc_event m_staging_freed;  // a staging buffer was given back
   void run(const cuda::copy_request& r, const std::vector<uint8_t>& staged);
   void engine_dma(int gpu, bool write, uint64_t host_offset, const cuda::copy_request& r,
                   bool host_is_src);

@@ -193,8 +193,20 @@ bool third_party_initiator(const topo::topology& t, const std::string& name) {
 
 }  // namespace
 
+// The socket above `node`: links up from it to the top.
+const topo::socket_params* socket_above(const topo::topology& t, std::string node) {
+  for (const topo::link_params* l; (l = t.link_above(node));) node = l->up;
+  return t.find_socket(node);
+}
+
 void check_program(const program_spec& p, const topo::topology& t) {
   const std::string not_peer = "' is not a third-party DMA device (a DMA engine, ...) in ";
+  // CUDA copies stage their host bytes in the top 256 MiB of the GPU's socket memory (as the
+  // driver stages pageable memory; sim/core/copy_engine_executor.cpp).
+  const bool copies = std::any_of(p.steps.begin(), p.steps.end(), [](const step_spec& s) {
+    return s.call.rfind("cuMemcpy", 0) == 0;
+  });
+  constexpr uint64_t staging = 256ull << 20;
   if (p.peer && !third_party_initiator(t, p.peer->device))
     throw config::error(p.peer->loc, "device", "'" + p.peer->device + not_peer + t.file);
   for (const auto& s : p.steps) {
@@ -202,6 +214,14 @@ void check_program(const program_spec& p, const topo::topology& t) {
       const auto* d = t.find_device(s.device);
       if (!d || !d->spec<gpu::gpu_spec>())
         throw config::error(s.loc, "device", "'" + s.device + "' is not a GPU in " + t.file);
+      const topo::socket_params* socket = socket_above(t, s.device);
+      if (copies && socket && socket->memory_bytes < staging)
+        throw config::error(s.loc, "device",
+                            "the program's cuMemcpy steps stage host bytes in the top 256 MiB of " +
+                                s.device + "'s socket memory, and " + socket->name + " has " +
+                                std::to_string(socket->memory_bytes >> 20) +
+                                " MiB (its `memory`, " + topo::loc_of(*socket, "memory").str() +
+                                ")");
     }
     for (const auto& [key, engine] : {std::pair{"peer", s.peer}, {"mapping", s.mapping}})
       if (!engine.empty() && !third_party_initiator(t, engine))
