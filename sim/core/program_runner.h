@@ -162,8 +162,8 @@ class program_runner : public sc_core::sc_module {
     std::string name, call;
     uint64_t bytes = 0;
     bool async = false;
-    size_t index = 0;   // in m_copies->times()
-    std::string since;  // timed from that named copy's call ("" = its own)
+    size_t index = 0;  // in m_copies->times()
+    size_t from = 0;   // in m_copies->times(): whose call it is timed from (its own, or `since`'s)
   };
   std::vector<named_copy> m_named_copies;
   std::vector<host_check> m_pending_checks;  // async copies into pinned memory

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -39,6 +40,17 @@ inline std::string in_build(const std::string& name) {
 inline nlohmann::json read_json(const std::string& file) {
   std::ifstream f(file);
   return nlohmann::json::parse(f);
+}
+
+// Each transfer's time in seconds from a run's JSON `bandwidth` list, by name; with
+// `copies_only`, only a program's named CUDA copies (the entries with a `call`).
+inline std::map<std::string, double> seconds_by_transfer(const nlohmann::json& run,
+                                                         bool copies_only = false) {
+  std::map<std::string, double> t;
+  for (const nlohmann::json& b : run["bandwidth"])
+    if (!copies_only || b.contains("call"))
+      t[b["transfer"].get<std::string>()] = b["seconds"].get<double>();
+  return t;
 }
 
 // With `timeout_seconds`, timeout(1) ends the command after that long (exit code 124), so a

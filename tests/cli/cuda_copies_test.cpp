@@ -14,6 +14,7 @@ using nlohmann::json;
 using p2psim::test::in_build;
 using p2psim::test::read_json;
 using p2psim::test::run_cli;
+using p2psim::test::seconds_by_transfer;
 
 namespace {
 
@@ -27,10 +28,7 @@ std::map<std::string, double> copy_seconds(const std::string& sets, const std::s
   auto r = run_cli("run " + std::string(scenario) + sets + " --json " + file);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  const json j = read_json(file);
-  std::map<std::string, double> t;
-  for (const json& b : j["bandwidth"])
-    if (b.contains("call")) t[b["transfer"].get<std::string>()] = b["seconds"].get<double>();
+  const auto t = seconds_by_transfer(read_json(file), true);
   REQUIRE(t.size() == 5);
   return t;
 }

@@ -15,6 +15,7 @@ using nlohmann::json;
 using p2psim::test::in_build;
 using p2psim::test::read_json;
 using p2psim::test::run_cli;
+using p2psim::test::seconds_by_transfer;
 
 namespace {
 
@@ -29,10 +30,7 @@ std::map<std::string, double> copy_seconds(const std::string& sets, const std::s
   auto r = run_cli("run " + std::string(scenario) + sets + " --json " + file);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  const json j = read_json(file);
-  std::map<std::string, double> t;
-  for (const json& b : j["bandwidth"])
-    if (b.contains("call")) t[b["transfer"].get<std::string>()] = b["seconds"].get<double>();
+  const auto t = seconds_by_transfer(read_json(file), true);
   REQUIRE(t.size() == 6);
   return t;
 }
@@ -98,10 +96,7 @@ TEST_CASE("CUDA streams: copies at once wait for a staging buffer when host memo
   auto r = run_cli("run scenarios/validation/h200_stream_copies.yaml" + sets + " --json " + file);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  const json j = read_json(file);
-  std::map<std::string, double> t;
-  for (const json& b : j["bandwidth"])
-    t[b["transfer"].get<std::string>()] = b["seconds"].get<double>();
+  const auto t = seconds_by_transfer(read_json(file));
   const double dma = t.at("h2d_0") - submit - launch - completion;  // it ran first, alone
   CHECK(t.at("h2d_2") >= t.at("h2d_0") + dma);
   CHECK(t.at("h2d_3") >= t.at("h2d_1") + dma);
