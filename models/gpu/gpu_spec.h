@@ -30,6 +30,14 @@ struct gpu_spec {
   // what an engine takes to turn from one stream's copy to another's.
   uint32_t copy_engines = 0;
   double copy_switch_ns = 0;
+  // A copy within this GPU's memory (docs/architecture.md, "CUDA copy costs"): what it takes
+  // before its first byte moves, and its rate (0: half of vram_bandwidth, each byte read and
+  // written once).
+  double copy_within_start_ns = 0;
+  double vram_copy_bandwidth_gbs = 0;
+  double vram_copy_gbs() const {
+    return vram_copy_bandwidth_gbs > 0 ? vram_copy_bandwidth_gbs : vram_bandwidth_gbs / 2;
+  }
 };
 
 inline const params::table<gpu_spec>& gpu_spec_params() {
@@ -78,6 +86,14 @@ inline const params::table<gpu_spec>& gpu_spec_params() {
                    "From an engine's completion of one stream's copy to the first request of a "
                    "copy another stream queued for it (a copy behind one of its own stream "
                    "starts at that one's completion)."),
+      params::time("copy_within_start", &gpu_spec::copy_within_start_ns,
+                   "What a copy within this GPU's memory (cuMemcpyDtoD on one device) takes "
+                   "from its launch, or the completion of the copy ahead of it on its stream, "
+                   "to its first byte moved, beyond what a host copy takes."),
+      params::bandwidth("vram_copy_bandwidth", &gpu_spec::vram_copy_bandwidth_gbs,
+                        "Rate of a copy within this GPU's memory: bytes copied per second, each "
+                        "read and written once.")
+          .default_text("half of `vram_bandwidth`"),
   };
   return t;
 }

@@ -155,8 +155,9 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
       bytes.emplace_back(seg.bytes);
       src.vram().read(seg.src, bytes.back());
     }
-    double gbs = src.params().vram().bandwidth_gbs;
-    if (gbs > 0) wait(sc_time(2.0 * r.bytes / gbs, SC_NS));  // read and write each byte
+    spend(src.params().copy_within_start_ns);
+    const double gbs = src.params().vram_copy_gbs();
+    if (gbs > 0) wait(sc_time(r.bytes / gbs, SC_NS));
     for (size_t i = 0; i < r.segments.size(); ++i) dst.vram().write(r.segments[i].dst, bytes[i]);
   }
   ++m_copies;

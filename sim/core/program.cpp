@@ -97,6 +97,13 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
       r.fail("since", "no earlier cuMemcpy step is named '" + s.since + "'");
     if (!s.since.empty() && s.name.empty())
       r.fail("since", "only a named copy is timed: give this step a name");
+    s.after = r.str("after", "");
+    if (!s.after.empty() && !names.copies.count(s.after))
+      r.fail("after", "no earlier cuMemcpy step is named '" + s.after + "'");
+    if (!s.after.empty() && s.name.empty())
+      r.fail("after", "only a named copy is timed: give this step a name");
+    if (!s.after.empty() && !s.since.empty())
+      r.fail("after", "a copy is timed from one point: `since` or `after`, not both");
     if (!s.name.empty()) {
       if (names.copies.count(s.name) || transfers.count(s.name) || buffers.count(s.name) ||
           names.streams.count(s.name))

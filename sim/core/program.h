@@ -86,15 +86,16 @@ struct step_spec {
   std::string to;       // cuMemcpyDtoD: the destination buffer
   std::string name;     // cuMemAlloc: names the buffer; dma, cuMemcpy*: the transfer
   uint64_t size = 0, offset = 0;
-  bool write = true;              // dma: seen from the DMA device
-  int count = 1;                  // dma: repetitions; callbacks: how many must have run
-  double every_ns = 0;            // dma: one repetition starts every this often (0: back to back)
-  bool wait = true;               // dma: wait for it (false: it runs while the program goes on)
-  bool async = false;             // cuMemcpy*: the Async form
-  std::string stream;             // cuMemcpy* Async, cuStreamSynchronize: a cuStreamCreate's
-                                  // name ("" = the NULL stream)
-  std::string since;              // a named cuMemcpy*: timed from the call of this earlier one
-  bool pinned = false;            // cuMemcpyHtoD/DtoH: host memory from cuMemAllocHost
+  bool write = true;    // dma: seen from the DMA device
+  int count = 1;        // dma: repetitions; callbacks: how many must have run
+  double every_ns = 0;  // dma: one repetition starts every this often (0: back to back)
+  bool wait = true;     // dma: wait for it (false: it runs while the program goes on)
+  bool async = false;   // cuMemcpy*: the Async form
+  std::string stream;   // cuMemcpy* Async, cuStreamSynchronize: a cuStreamCreate's
+                        // name ("" = the NULL stream)
+  std::string since;    // a named cuMemcpy*: timed from the call of this earlier one
+  std::string after;    // a named cuMemcpy*: timed from the completion of this earlier one
+  bool pinned = false;  // cuMemcpyHtoD/DtoH: host memory from cuMemAllocHost
   bool relaxed_ordering = false;  // dma: attributes of the device's requests
   bool id_based_ordering = false;
   double time_ns = 0;  // sleep

@@ -164,6 +164,7 @@ class program_runner : public sc_core::sc_module {
     bool async = false;
     size_t index = 0;  // in m_copies->times()
     size_t from = 0;   // in m_copies->times(): whose call it is timed from (its own, or `since`'s)
+    bool from_completion = false;  // `after`: timed from that copy's completion, not its call
   };
   std::vector<named_copy> m_named_copies;
   std::vector<host_check> m_pending_checks;  // async copies into pinned memory

@@ -94,16 +94,17 @@ std::string program_runner::memcpy_step(const step_spec& s) {
   auto& image = m_images[s.buffer];
   image.resize(std::max<uint64_t>(image.size(), b.size));
   const size_t copies_before = m_copies->times().size();
-  // The copy a `since` names was noted before this one (when it succeeded).
+  // The copy a `since` or `after` names was noted before this one (when it succeeded).
+  const std::string& from_name = s.since.empty() ? s.after : s.since;
   auto timed_from = [&](size_t own) {
     for (const auto& c : m_named_copies)
-      if (c.name == s.since) return c.index;
+      if (c.name == from_name) return c.index;
     return own;
   };
   auto note_copy = [&](CUresult r) {
     if (r == CUDA_SUCCESS && !s.name.empty() && m_copies->times().size() > copies_before)
-      m_named_copies.push_back(
-          {s.name, s.call, len, s.async, copies_before, timed_from(copies_before)});
+      m_named_copies.push_back({s.name, s.call, len, s.async, copies_before,
+                                timed_from(copies_before), !s.after.empty()});
     return step_result(r);
   };
   // The host side: the program's own (pageable) memory, or a block of cuMemAllocHost's that
@@ -169,7 +170,8 @@ std::vector<bandwidth_result> program_runner::copy_results() const {
     // What the caller waited, for a synchronous call; for an asynchronous one, the time to
     // its completion: what CUDA events around it measure.
     const uint64_t end = c.async ? t.complete_ps : t.return_ps;
-    const uint64_t from = m_copies->times().at(c.from).call_ps;
+    const auto& start = m_copies->times().at(c.from);
+    const uint64_t from = c.from_completion ? start.complete_ps : start.call_ps;
     bandwidth_result b;
     b.transfer = c.name;
     b.src = t.engine;

@@ -86,3 +86,32 @@ TEST_CASE("CUDA copies: the report lists the named copies, and JSON says what ea
   }
   CHECK(copies == 5);
 }
+
+TEST_CASE("CUDA copies: a copy within one GPU takes its start and its bytes at the copy rate",
+          "[cli][cuda]") {
+  // scenarios/validation/h200_device_copies.yaml: `ahead` is timed from its call, `cold`,
+  // queued behind it on one stream, from its completion (`after`), as an event recorded
+  // between them measures: its submission and launch ran while `ahead` did. The run checks
+  // the bytes copied (exit 0).
+  auto times = [](const std::string& sets, const std::string& tag) {
+    const std::string file = in_build("cuda_device_copies_" + tag + ".json");
+    auto r = run_cli("run scenarios/validation/h200_device_copies.yaml" + sets + " --json " + file);
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    return seconds_by_transfer(read_json(file), true);
+  };
+  const double mib = 1 << 20, ahead_bytes = 16 * mib, cold_bytes = 4 * mib;
+  // The H200 preset: 2.1 us to start, 2.32 TB/s.
+  const auto h200 = times("", "h200");
+  const double start = 2.1e-6, rate = 2320e9;
+  CHECK(h200.at("cold") == Approx(start + cold_bytes / rate + completion).margin(1e-9));
+  CHECK(h200.at("ahead") ==
+        Approx(submit + launch + start + ahead_bytes / rate + completion).margin(1e-9));
+  // Without a copy rate of its own a GPU copies at half its memory's bandwidth (each byte read
+  // and written), and without a start the bytes move at once.
+  const auto plain = times(
+      " --set device.gpu0.vram_copy_bandwidth=0 --set device.gpu0.vram_bandwidth=1000GB/s"
+      " --set device.gpu0.copy_within_start=0us",
+      "plain");
+  CHECK(plain.at("cold") == Approx(cold_bytes / 500e9 + completion).margin(1e-9));
+}

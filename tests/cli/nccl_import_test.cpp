@@ -9,6 +9,7 @@
 
 namespace {
 
+using p2psim::test::in_build;
 using p2psim::test::run_cli;
 
 std::vector<std::string> split_tabs(const std::string& line) {
@@ -155,4 +156,25 @@ TEST_CASE("import-nccl: an imported H200 VM shows Gen5, its BAR1 and its CPU's p
   CHECK(r.out.find("root port -> gpu0, Gen5 x16") != std::string::npos);
   CHECK(r.out.find("gpu0 (GPU h200): BAR0 16MiB @ 0x4040_0000_0000, BAR1 256GiB") !=
         std::string::npos);
+}
+
+// The same on an HGX-class H100 machine: link speeds written as "32.0 GT/s" (no " PCIe"), the
+// h100_sxm preset from 10de:2330 (BAR1 128 GiB), Sapphire Rapids from family 6 model 143, the
+// ConnectX-7 preset from 15b3:1021, and each NVLink kept as a warning at its line.
+TEST_CASE("import-nccl: an HGX H100 dump shows Gen5, 128 GiB of BAR1 and its presets",
+          "[cli][nccl]") {
+  const std::string yaml = in_build("nccl_hgx_h100.yaml");
+  auto w = run_cli("topo --import-nccl tests/data/nccl/hgx_h100_switch.xml -o " + yaml);
+  INFO(w.out << w.err);
+  REQUIRE(w.exit_code == 0);
+  CHECK(w.err.find("hgx_h100_switch.xml:11:11: warning: nvlink: 4 NVLink(s)") != std::string::npos);
+  auto r = run_cli("topo " + yaml);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("cpu0 (sapphire_rapids)") != std::string::npos);
+  CHECK(r.out.find("port -> gpu0, Gen5 x16") != std::string::npos);
+  CHECK(r.out.find("gpu0 (GPU h100_sxm): BAR0 16MiB @ 0x4020_0000_0000, BAR1 128GiB") !=
+        std::string::npos);
+  CHECK(r.out.find("nic0 (DMA engine connectx7)") != std::string::npos);
+  CHECK(r.out.find("GPU0\t X \tPIX") != std::string::npos);
 }

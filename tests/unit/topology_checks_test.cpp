@@ -70,7 +70,7 @@ TEST_CASE("topology checks: each bad fixture fails at the offending key", "[topo
        "fc_limit, bar0, bar0_address, bar1, bar1_reserved, bar1_address, vram, vram_latency, "
        "vram_bandwidth, "
        "rdma_writes_ordering, copy_submit, copy_launch, copy_completion, copy_sync_return, "
-       "copy_engines, copy_switch); did you mean 'vram'?"},
+       "copy_engines, copy_switch, copy_within_start, vram_copy_bandwidth); did you mean 'vram'?"},
       {"rdma_writes_ordering", 4, 40,
        "rdma_writes_ordering: expected one of: none, owner, all_devices, got 'strict'"},
       {"unknown_platform", 2, 28,
