@@ -42,4 +42,17 @@ void bar1_page_table::unmap(uint64_t first, uint64_t count) {
   m_mapped -= count;
 }
 
+void bar1_page_table::map_reserved(uint64_t page, uint64_t vram_offset) {
+  if (vram_offset % bar1_page_bytes) throw std::invalid_argument("VRAM offset not 64 KiB aligned");
+  if (page >= m_reserved_pages) throw std::out_of_range("BAR1 page outside the reserved region");
+  if (m_pages[page] != unmapped) throw std::logic_error("BAR1 page already mapped");
+  m_pages[page] = vram_offset / bar1_page_bytes + 1;
+}
+
+void bar1_page_table::unmap_reserved(uint64_t page) {
+  if (page >= m_reserved_pages) throw std::out_of_range("BAR1 page outside the reserved region");
+  if (m_pages[page] == unmapped) throw std::logic_error("BAR1 page not mapped");
+  m_pages[page] = unmapped;
+}
+
 }  // namespace p2psim::gpu

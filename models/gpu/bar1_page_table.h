@@ -29,6 +29,10 @@ class bar1_page_table {
   // Maps BAR1 pages [first, first+count) onto VRAM starting at vram_offset (64 KiB aligned).
   void map(uint64_t first_page, uint64_t count, uint64_t vram_offset);
   void unmap(uint64_t first_page, uint64_t count);
+  // The driver's own mappings, in the reserved region (a peer copy's destination pages):
+  // they take nothing from the pages handed out for peer mappings.
+  void map_reserved(uint64_t page, uint64_t vram_offset);
+  void unmap_reserved(uint64_t page);
   // VRAM offset of a BAR1 offset, or nullopt if that page is not mapped.
   std::optional<uint64_t> translate(uint64_t bar1_offset) const {
     uint64_t page = bar1_offset / bar1_page_bytes;

@@ -1,6 +1,7 @@
 #include "sim/core/copy_engine_executor.h"
 
 #include <sysc/kernel/sc_dynamic_processes.h>  // sc_spawn
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -113,6 +114,8 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
     std::vector<uint8_t> bytes(r.bytes);
     rc.memory().read(staging.offset, bytes);
     std::memcpy(r.host_dst, bytes.data(), r.bytes);
+  } else if (r.src_gpu != r.dst_gpu && r.peer) {
+    peer_copy(r);
   } else if (r.src_gpu != r.dst_gpu) {
     // Across GPUs without peer access the driver stages through host memory: the source
     // GPU's copy engine writes the bytes to the staging buffer, the destination's reads them.
@@ -162,6 +165,69 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
   }
   ++m_copies;
   m_bytes += r.bytes;
+}
+
+// The destination's reserved BAR1 space is cut into windows of 4 MiB (64 pages); a copy takes
+// one, maps the destination pages of as much of itself as fits, lets the source GPU's engine
+// write them, unmaps them and goes on with the rest. Copies into one GPU at once take windows
+// of their own, and wait for one when all are taken.
+void copy_engine_executor::peer_copy(const cuda::copy_request& r) {
+  constexpr uint64_t window_pages = 64;
+  gpu::gpu& dst = *m_gpus.at(r.dst_gpu);
+  gpu::bar1_page_table& bar1 = dst.bar1();
+  auto& windows = m_peer_windows[r.dst_gpu];
+  if (windows.empty()) windows.assign(bar1.reserved() / gpu::bar1_page_bytes / window_pages, false);
+  if (windows.empty())
+    throw std::runtime_error(std::string("GPU ") + dst.basename() +
+                             " keeps less than 4 MiB of BAR1 for itself (bar1_reserved): no "
+                             "room to map a peer copy's destination");
+  size_t w = 0;
+  for (;;) {
+    w = size_t(std::find(windows.begin(), windows.end(), false) - windows.begin());
+    if (w < windows.size()) break;
+    wait(m_peer_window_freed);
+  }
+  windows[w] = true;
+  const uint64_t first_page = w * window_pages;
+  // Pieces of the copy no larger than a destination page, in order.
+  std::vector<cuda::copy_segment> pieces;
+  for (const auto& s : r.segments)
+    for (uint64_t done = 0; done < s.bytes;) {
+      const uint64_t dst = s.dst + done;
+      const uint64_t n =
+          std::min(s.bytes - done, gpu::bar1_page_bytes - dst % gpu::bar1_page_bytes);
+      pieces.push_back({s.src + done, dst, n});
+      done += n;
+    }
+  const uint64_t bar1_bus = dst.params().bar1.base;
+  for (size_t next = 0; next < pieces.size();) {
+    dma::dma_job job;
+    job.write = true;                      // the source's VRAM -> the destination's BAR1 (MWr)
+    std::map<uint64_t, uint64_t> page_of;  // destination frame -> BAR1 page in the window
+    for (; next < pieces.size(); ++next) {
+      const auto& p = pieces[next];
+      const uint64_t frame = p.dst / gpu::bar1_page_bytes * gpu::bar1_page_bytes;
+      auto it = page_of.find(frame);
+      if (it == page_of.end()) {
+        if (page_of.size() == window_pages) break;
+        it = page_of.emplace(frame, first_page + page_of.size()).first;
+        bar1.map_reserved(it->second, frame);
+      }
+      job.segments.push_back(
+          {bar1_bus + it->second * gpu::bar1_page_bytes + p.dst - frame, p.bytes, p.src});
+    }
+    transport::stream_log& log = m_sys.streams();
+    uint64_t bytes = 0;
+    for (const auto& s : job.segments) bytes += s.length;
+    job.stream = log.open(bytes);
+    const uint32_t id = job.stream;
+    log[id].submit_ps = transport::now_ps();
+    m_gpus.at(r.src_gpu)->copy_engine().submit(std::move(job));
+    transport::wait_until_landed(log, id);
+    for (const auto& [frame, page] : page_of) bar1.unmap_reserved(page);
+  }
+  windows[w] = false;
+  m_peer_window_freed.notify(SC_ZERO_TIME);
 }
 
 void copy_engine_executor::copy(const cuda::copy_request& r) {

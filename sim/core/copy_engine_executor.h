@@ -73,6 +73,12 @@ class copy_engine_executor final : public cuda::copy_executor {
   std::map<const root_complex::root_complex*, std::map<uint64_t, uint64_t>> m_staging;
   sc_core::sc_event m_staging_freed;  // a staging buffer was given back
   void run(const cuda::copy_request& r, const std::vector<uint8_t>& staged);
+  // Between two GPUs with peer access: the source GPU's engine writes into the destination's
+  // VRAM through its BAR1, a window of the BAR1 space the driver keeps (bar1_reserved) mapped
+  // at a time.
+  void peer_copy(const cuda::copy_request& r);
+  std::map<int, std::vector<bool>> m_peer_windows;  // by destination GPU: which are taken
+  sc_core::sc_event m_peer_window_freed;
   void engine_dma(int gpu, bool write, uint64_t host_offset, const cuda::copy_request& r,
                   bool host_is_src);
   root_complex::root_complex& socket_of(int gpu);

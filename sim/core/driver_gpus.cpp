@@ -1,5 +1,7 @@
 #include "sim/core/driver_gpus.h"
 
+#include "sim/core/runner.h"
+
 namespace p2psim::core {
 
 std::vector<gpu::gpu*> add_gpus(nv::nvidia_driver& driver, fabric_system& sys) {
@@ -18,6 +20,23 @@ std::vector<gpu::gpu*> add_gpus(nv::nvidia_driver& driver, fabric_system& sys) {
     driver.add_gpu(r);
     by_ordinal.push_back(g);
   }
+  // A GPU may reach another's memory (cuDeviceCanAccessPeer) where the fabric carries its
+  // writes and its reads to the other's BAR1: a switch between them, or root complexes and
+  // interconnects that route peer-to-peer. An IOMMU does not enter into it: the driver answers
+  // as if the fabric alone decided, and a translating IOMMU then blocks the copies.
+  for (size_t i = 0; i < by_ordinal.size(); ++i)
+    for (size_t j = 0; j < by_ordinal.size(); ++j) {
+      if (i == j) continue;
+      bool routed = true;
+      for (bool write : {true, false}) {
+        transfer_spec x;
+        x.initiator = by_ordinal[i]->basename();
+        x.target = by_ordinal[j]->basename();
+        x.write = write;
+        routed = routed && refusal_reason(sys.topology(), sys.addresses(), x).empty();
+      }
+      driver.set_peer_reachable(int(i), int(j), routed);
+    }
   return by_ordinal;
 }
 

@@ -14,12 +14,27 @@ namespace {
 using detail::program_names;
 
 std::set<std::string> all_calls() {
-  std::set<std::string> calls = {"cuInit",       "cuCtxCreate",    "cuCtxDestroy",
-                                 "cuMemAlloc",   "cuMemFree",      "cuMemcpyHtoD",
-                                 "cuMemcpyDtoH", "cuMemcpyDtoD",   "cuCtxSynchronize",
-                                 "register",     "deregister",     "dma",
-                                 "wait_dma",     "sleep",          "exit",
-                                 "link_down",    "cuStreamCreate", "cuStreamSynchronize"};
+  std::set<std::string> calls = {"cuInit",
+                                 "cuCtxCreate",
+                                 "cuCtxDestroy",
+                                 "cuMemAlloc",
+                                 "cuMemFree",
+                                 "cuMemcpyHtoD",
+                                 "cuMemcpyDtoH",
+                                 "cuMemcpyDtoD",
+                                 "cuCtxSynchronize",
+                                 "register",
+                                 "deregister",
+                                 "dma",
+                                 "wait_dma",
+                                 "sleep",
+                                 "exit",
+                                 "link_down",
+                                 "cuStreamCreate",
+                                 "cuStreamSynchronize",
+                                 "cuCtxSetCurrent",
+                                 "cuCtxEnablePeerAccess",
+                                 "cuCtxDisablePeerAccess"};
   calls.insert(detail::api_calls().begin(), detail::api_calls().end());
   return calls;
 }
@@ -62,6 +77,19 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
       r.fail("buffer", "no buffer '" + s.buffer + "' was allocated by an earlier cuMemAlloc");
   };
   if (s.call == "cuCtxCreate" || s.call == "link_down") s.device = r.str("device");
+  if (s.call == "cuCtxCreate" && r.has("name")) {
+    s.name = r.str("name");
+    if (names.contexts.count(s.name) || names.streams.count(s.name) || buffers.count(s.name) ||
+        names.copies.count(s.name) || transfers.count(s.name))
+      r.fail("name", "'" + s.name + "' already names a context, a stream, a buffer or a copy");
+    names.contexts.insert(s.name);
+  }
+  if (s.call == "cuCtxSetCurrent" || s.call == "cuCtxEnablePeerAccess" ||
+      s.call == "cuCtxDisablePeerAccess") {
+    s.context = r.str("context");
+    if (!names.contexts.count(s.context))
+      r.fail("context", "no context '" + s.context + "' was named by an earlier cuCtxCreate");
+  }
   if (s.call == "cuMemAlloc") {
     s.name = r.str("name");
     s.size = r.size("size");

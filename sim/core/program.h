@@ -78,13 +78,16 @@ struct step_spec {
   std::string call;     // cuInit, cuCtxCreate, cuCtxDestroy, cuMemAlloc, cuMemFree,
                         // cuPointer{Get,Set}Attribute, cuPointerGetAttributes,
                         // cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyDtoD, cuCtxSynchronize,
-                        // cuStreamCreate, cuStreamSynchronize,
+                        // cuStreamCreate, cuStreamSynchronize, cuCtxSetCurrent,
+                        // cuCtxEnablePeerAccess, cuCtxDisablePeerAccess,
                         // nvidia_p2p_*, callbacks, register, deregister, dma, wait_dma,
                         // sleep, exit; the fault link_down
   std::string device;   // cuCtxCreate: a GPU; link_down: the node below the link
+  std::string context;  // cuCtxSetCurrent, cuCtx{Enable,Disable}PeerAccess: a cuCtxCreate's name
   std::string buffer;   // the name a cuMemAlloc gave
   std::string to;       // cuMemcpyDtoD: the destination buffer
-  std::string name;     // cuMemAlloc: names the buffer; dma, cuMemcpy*: the transfer
+  std::string name;     // cuMemAlloc: names the buffer; dma, cuMemcpy*: the transfer;
+                        // cuCtxCreate (optional): the context
   uint64_t size = 0, offset = 0;
   bool write = true;    // dma: seen from the DMA device
   int count = 1;        // dma: repetitions; callbacks: how many must have run

@@ -17,6 +17,7 @@ struct program_names {
   std::set<std::string> transfers;      // by dma steps with a name
   std::set<std::string> copies;         // by cuMemcpy steps with a name
   std::set<std::string> streams;        // by cuStreamCreate
+  std::set<std::string> contexts;       // by cuCtxCreate with a name
   std::set<std::string> pins;           // by nvidia_p2p_get_pages(_persistent)
   std::set<std::string> stored;         // by `store` of a pointer attribute
   std::set<std::string> stored_tokens;  // the stored ones that hold P2P_TOKENS

@@ -155,6 +155,7 @@ class program_runner : public sc_core::sc_module {
   dma::dma_initiator* m_engine = nullptr;                   // the peer driver's device
   std::map<std::string, buffer> m_buffers;
   std::map<int, CUcontext> m_contexts;                   // the last context each process created
+  std::map<std::string, CUcontext> m_named_contexts;     // by their cuCtxCreate's name
   std::map<std::string, CUstream> m_streams;             // by their cuStreamCreate's name
   std::map<std::string, std::vector<uint8_t>> m_images;  // what cuMemcpy put in each buffer
   std::unique_ptr<copy_engine_executor> m_copies;

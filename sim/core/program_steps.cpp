@@ -52,8 +52,21 @@ std::string program_runner::cuda_step(const step_spec& s, int pid) {
     CUcontext ctx = nullptr;
     r = cuCtxCreate(&ctx, 0, dev);
     if (r == CUDA_SUCCESS) m_contexts[pid] = ctx;
+    if (r == CUDA_SUCCESS && !s.name.empty()) m_named_contexts[s.name] = ctx;
     return step_result(r);
   }
+  // A named context whose cuCtxCreate failed is NULL here, as the program would have it.
+  auto named = [&] {
+    auto it = m_named_contexts.find(s.context);
+    return it == m_named_contexts.end() ? CUcontext(nullptr) : it->second;
+  };
+  if (s.call == "cuCtxSetCurrent") {
+    CUresult r = cuCtxSetCurrent(named());
+    if (r == CUDA_SUCCESS) m_contexts[pid] = named();
+    return step_result(r);
+  }
+  if (s.call == "cuCtxEnablePeerAccess") return step_result(cuCtxEnablePeerAccess(named(), 0));
+  if (s.call == "cuCtxDisablePeerAccess") return step_result(cuCtxDisablePeerAccess(named()));
   if (s.call == "cuCtxDestroy") return step_result(cuCtxDestroy(m_contexts[pid]));
   if (s.call == "cuCtxSynchronize") return step_result(cuCtxSynchronize());
   if (s.call == "cuStreamCreate") {

@@ -14,7 +14,8 @@
 
 namespace cuda_probe {
 void run(const std::function<void(const std::string&)>& out);
-}
+void run_peer(const std::function<void(const std::string&)>& out);
+}  // namespace cuda_probe
 
 using namespace p2psim;
 using namespace p2psim::test;
@@ -31,8 +32,9 @@ const std::map<std::string, std::string> value_not_compared = {
     {"cuDeviceGetAttribute(124, dev=0)", "DMA_BUF_SUPPORTED: dma-buf is not modelled"},
 };
 
-std::vector<std::string> real_transcript() {
-  std::ifstream in(P2PSIM_SOURCE_DIR "/tests/data/cuda_probe/h200_cuda13.txt");
+// A transcript of tests/data/cuda_probe without its comment lines ('#').
+std::vector<std::string> real_transcript(const std::string& file) {
+  std::ifstream in(P2PSIM_SOURCE_DIR "/tests/data/cuda_probe/" + file);
   REQUIRE(in.good());
   std::vector<std::string> lines;
   for (std::string l; std::getline(in, l);)
@@ -62,17 +64,8 @@ bool same(const std::string& real, const std::string& model) {
 
 }  // namespace
 
-TEST_CASE("CUDA model matches the real driver's transcript (H200, driver 580, CUDA 13)",
-          "[cuda][real-driver]") {
-  world_config c = gpus(1);
-  c.gpu.vram_bytes = 1ull << 30;  // room for the probe's 100 MiB and larger allocations
-  c.gpu.name = "NVIDIA H200";
-  world w(c);
-  std::vector<std::string> model;
-  cuda_probe::run([&](const std::string& s) { model.push_back(s); });
-  const std::vector<std::string> real = real_transcript();
-
-  // Every differing line, with its neighbours, as a readable diff.
+// Every line of `real` against the model's, as a readable diff of those that differ.
+void compare(const std::vector<std::string>& real, const std::vector<std::string>& model) {
   std::ostringstream diff;
   int differences = 0;
   const size_t n = std::max(real.size(), model.size());
@@ -83,11 +76,45 @@ TEST_CASE("CUDA model matches the real driver's transcript (H200, driver 580, CU
     if (++differences > 40) continue;
     diff << "line " << i + 1 << ":\n  real:  " << r << "\n  model: " << m << "\n";
   }
-  INFO("transcript differences (real H200 vs model), " << differences << " in all:\n"
-                                                       << diff.str());
+  INFO("transcript differences (real vs model), " << differences << " in all:\n" << diff.str());
   CHECK(real.size() == model.size());
   CHECK(differences == 0);
+}
+
+TEST_CASE("CUDA model matches the real driver's transcript (H200, driver 580, CUDA 13)",
+          "[cuda][real-driver]") {
+  world_config c = gpus(1);
+  c.gpu.vram_bytes = 1ull << 30;  // room for the probe's 100 MiB and larger allocations
+  c.gpu.name = "NVIDIA H200";
+  world w(c);
+  std::vector<std::string> model;
+  cuda_probe::run([&](const std::string& s) { model.push_back(s); });
+  const std::vector<std::string> real = real_transcript("h200_cuda13.txt");
+
+  compare(real, model);
   // The comparison is not vacuous: the transcript covers every section.
   CHECK(real.size() > 300);
+  CHECK(real.back() == "== end");
+}
+
+// Peer access between two GPUs (tools/cuda_probe/probe_peer.cpp, `probe --peer`), against two
+// H200s of one VM. They are joined by NVLink; here two GPUs that may reach each other over
+// the fabric stand for them, which is all the transcript asks of the link: the link's own
+// figures are on '#' lines, not compared.
+TEST_CASE("CUDA model matches the real driver's peer-access transcript (two H200s)",
+          "[cuda][real-driver]") {
+  world_config c = gpus(2);
+  c.gpu.vram_bytes = 256ull << 20;
+  c.gpu.name = "NVIDIA H200";
+  world w(c);
+  w.driver().set_peer_reachable(0, 1, true);
+  w.driver().set_peer_reachable(1, 0, true);
+  std::vector<std::string> model;
+  cuda_probe::run_peer([&](const std::string& s) {
+    if (s.empty() || s[0] != '#') model.push_back(s);
+  });
+  const std::vector<std::string> real = real_transcript("h200x2_cuda13_peer.txt");
+  compare(real, model);
+  CHECK(real.size() > 60);
   CHECK(real.back() == "== end");
 }

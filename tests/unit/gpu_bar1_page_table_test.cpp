@@ -126,3 +126,20 @@ TEST_CASE("bar1: construction", "[gpu][bar1]") {
   CHECK_THROWS_AS(bar1_page_table(256 * k_mib, 256 * k_mib), std::invalid_argument);
   CHECK_THROWS_AS(bar1_page_table(0, 0), std::invalid_argument);
 }
+
+TEST_CASE("bar1: the driver maps its own pages in the reserved region only", "[gpu][bar1]") {
+  // 1 MiB BAR1 (16 pages), the first 4 reserved: a peer copy's window lives there and takes
+  // nothing from the pages handed out to pins.
+  bar1_page_table t(1 << 20, 4 * bar1_page_bytes);
+  t.map_reserved(2, 5 * bar1_page_bytes);
+  CHECK(t.translate(2 * bar1_page_bytes + 100) == 5 * bar1_page_bytes + 100);
+  CHECK(t.free_pages() == 12);
+  CHECK(t.mapped_pages() == 0);
+  CHECK_THROWS_AS(t.map_reserved(2, 0), std::logic_error);         // already mapped
+  CHECK_THROWS_AS(t.map_reserved(4, 0), std::out_of_range);        // a usable page
+  CHECK_THROWS_AS(t.map_reserved(1, 100), std::invalid_argument);  // not page aligned
+  t.unmap_reserved(2);
+  CHECK_FALSE(t.translate(2 * bar1_page_bytes).has_value());
+  CHECK_THROWS_AS(t.unmap_reserved(2), std::logic_error);  // not mapped
+  CHECK_THROWS_AS(t.map(3, 1, 0), std::out_of_range);      // pins stay out of it
+}

@@ -203,11 +203,16 @@ void run(const sink& out) {
 }  // namespace cuda_probe
 
 #ifndef CUDA_PROBE_NO_MAIN
-int main() {
-  cuda_probe::run([](const std::string& s) {
+// `probe` runs every sequence; `probe --peer` the peer-access one (two GPUs).
+int main(int argc, char** argv) {
+  const auto print = [](const std::string& s) {
     std::printf("%s\n", s.c_str());
     std::fflush(stdout);  // keep every line if the driver crashes on a later call
-  });
+  };
+  if (argc > 1 && std::strcmp(argv[1], "--peer") == 0)
+    cuda_probe::run_peer(print);
+  else
+    cuda_probe::run(print);
   return 0;
 }
 #endif

@@ -24,6 +24,8 @@ using sink = std::function<void(const std::string&)>;
 
 // Runs every sequence, one line of transcript to `out` per call.
 void run(const sink& out);
+// Runs the peer-access sequence alone (probe_peer.cpp; a machine with two GPUs).
+void run_peer(const sink& out);
 
 const char* result_name(CUresult r);
 std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
@@ -43,6 +45,7 @@ class probe {
  public:
   explicit probe(const sink& out) : m_out(out) {}
   void run();
+  void peer_access();  // probe_peer.cpp
 
  private:
   void line(const std::string& s) { m_out(s); }

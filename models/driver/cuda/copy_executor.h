@@ -50,6 +50,10 @@ struct copy_request {
   // operations only.
   bool complete_on_return = false;
   bool host_pinned = false;  // the host side is cuMemAllocHost memory
+  // Between two GPUs: the context the copy runs in has peer access to a context on the other
+  // GPU (cuCtxEnablePeerAccess), so the copy goes over the fabric, GPU to GPU; otherwise the
+  // driver stages it through host memory.
+  bool peer = false;
 };
 
 // What a synchronizing call waits for: one stream, or all work of a context.

@@ -137,6 +137,12 @@ CUresult issue(copy_kind kind, CUdeviceptr dst_va, void* host_dst, CUdeviceptr s
       r.segments.push_back(s);
     done += s.bytes;
   }
+  // Between two GPUs the copy goes GPU to GPU when the context it runs in has peer access to
+  // a live context on the other one.
+  if (r.src_gpu >= 0 && r.dst_gpu >= 0 && r.src_gpu != r.dst_gpu) {
+    const int other = c->device == r.src_gpu ? r.dst_gpu : r.src_gpu;
+    for (const CUctx_st* p : c->peers) r.peer |= p->alive && p->device == other;
+  }
   // Submitting work from the CPU orders the RDMA writes landed before it (guide 5.7), on the
   // context's GPU and on those the copy touches.
   rdma_sync(c->device);

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "models/driver/cuda/copy_executor.h"
@@ -18,6 +19,9 @@ struct CUctx_st {
   int device = 0;
   unsigned int flags = 0;
   bool alive = true;
+  // The contexts whose memory this one may reach directly (cuCtxEnablePeerAccess): handles
+  // stay valid as tombstones, so a destroyed peer is simply no longer live.
+  std::set<const CUctx_st*> peers;
 };
 
 struct CUstream_st {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,16 @@ class nvidia_driver {
 
   int add_gpu(const gpu_resources& g);  // returns the device ordinal
   int gpu_count() const { return int(m_gpus.size()); }
+  // Whether GPU `from` may reach GPU `to`'s memory directly over the fabric (what
+  // cuDeviceCanAccessPeer answers): the machine's builder says so pair by pair; by default no
+  // pair may.
+  void set_peer_reachable(int from, int to, bool reachable) {
+    if (reachable)
+      m_peer_reachable.insert({from, to});
+    else
+      m_peer_reachable.erase({from, to});
+  }
+  bool peer_reachable(int from, int to) const { return m_peer_reachable.count({from, to}) > 0; }
   const gpu_resources& gpu(int ordinal) const { return m_gpus.at(ordinal).res; }
   const driver_config& config() const { return m_config; }
 
@@ -201,6 +212,7 @@ class nvidia_driver {
 
   driver_config m_config;
   std::vector<gpu_state> m_gpus;
+  std::set<std::pair<int, int>> m_peer_reachable;
   std::map<int, context> m_contexts;                      // live ones
   std::map<std::pair<uint64_t, uint32_t>, int> m_tokens;  // of live contexts
   std::map<kernel::pid_t, process_state> m_processes;
