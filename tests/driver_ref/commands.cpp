@@ -31,7 +31,8 @@ const char* const op_names[] = {"cuCtxCreate",
                                 "kmd pin",
                                 "kmd unpin",
                                 "regcache acquire",
-                                "regcache release"};
+                                "regcache release",
+                                "cuCtxEnablePeerAccess/cuCtxDisablePeerAccess"};
 static_assert(sizeof(op_names) / sizeof(*op_names) == size_t(op::count));
 
 const char* const action_names[] = {"free_table",     "nothing",         "put_self",

@@ -37,6 +37,8 @@ enum class op : uint8_t {
   kmd_unpin,             // ... unpins region a
   regcache_acquire,      // the process's registration cache: [b, b + c) of allocation a
   regcache_release,      // ... done with acquired region a
+  ctx_peer_access,       // cuCtxEnablePeerAccess (variant even; 4: flags 1) or
+                         // cuCtxDisablePeerAccess (odd) of context a, from the current one
   count
 };
 

@@ -68,6 +68,9 @@ harness::harness(const harness_config& c)
   m_kmds.push_back(std::make_unique<peer::kmd>(&m_nic1, true));
   m_slots.resize(c.processes);
   for (auto& s : m_slots) new_process(s);
+  for (int i = 0; i < c.ref.gpus; ++i)
+    for (int j = 0; j < c.ref.gpus; ++j)
+      m_world.driver().set_peer_reachable(i, j, peer_reachable(i, j));
 }
 
 harness::~harness() {
@@ -127,6 +130,9 @@ void harness::run(const command& c) {
       break;
     case op::ctx_destroy:
       ctx_destroy(c);
+      break;
+    case op::ctx_peer_access:
+      ctx_peer_access(c);
       break;
     case op::ctx_set_current:
       ctx_set_current(c);
@@ -251,6 +257,63 @@ void harness::ctx_set_current(const command& c) {
     s.stack.push_back(ctx);
   else
     s.stack.back() = ctx;  // replaces the top
+}
+
+// Peer access (docs/driver-model.md, "Checked on real hardware": libcuda 580 on two H200s): the
+// caller's current context and the peer must be live contexts of its own; access is one
+// context's to another, never to a context on its own GPU or on a GPU it may not reach.
+void harness::ctx_peer_access(const command& c) {
+  process_slot& s = slot(c);
+  // Mostly a live context of the caller's own, often on another GPU than the current one's
+  // (any context is refused at once unless it is one of those).
+  const int top = s.stack.empty() ? -1 : s.stack.back();
+  std::vector<int> own, elsewhere;
+  for (size_t i = 0; i < m_contexts.size(); ++i) {
+    const ref_context& rc = m_ref.context(int(i));
+    if (!rc.alive || rc.pid != s.pid) continue;
+    own.push_back(int(i));
+    if (top >= 0 && rc.gpu != m_ref.context(top).gpu) elsewhere.push_back(int(i));
+  }
+  // Or one it already has access to: disabling it, or enabling it twice.
+  std::vector<int> granted;
+  if (top >= 0) granted.assign(m_ref.context(top).peers.begin(), m_ref.context(top).peers.end());
+  int peer = pick(c.a, m_contexts.size());
+  if (c.b % 4 == 0 && !elsewhere.empty()) peer = elsewhere[c.a % elsewhere.size()];
+  if (c.b % 4 == 1 && !own.empty()) peer = own[c.a % own.size()];
+  if (c.b % 4 == 2 && !granted.empty()) peer = granted[c.a % granted.size()];
+  if (peer < 0) return;
+  kernel::as_process as(s.pid);
+  const bool enable = c.variant % 2 == 0;
+  const unsigned flags = c.variant % 6 == 4 ? 1 : 0;
+  const int cur = s.stack.empty() ? -1 : s.stack.back();
+  const ref_context& p = m_ref.context(peer);
+  CUresult want = CUDA_SUCCESS;
+  if (cur < 0 || !m_ref.context(cur).alive || !p.alive || p.pid != s.pid) {
+    want = CUDA_ERROR_INVALID_CONTEXT;
+  } else {
+    std::set<int>& peers = m_ref.context(cur).peers;
+    if (enable && flags)
+      want = CUDA_ERROR_INVALID_VALUE;
+    else if (enable && !peer_reachable(m_ref.context(cur).gpu, p.gpu))
+      want = CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+    else if (enable)
+      want = peers.insert(peer).second ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    else
+      want = peers.erase(peer) ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+  }
+  const char* call = enable ? "cuCtxEnablePeerAccess" : "cuCtxDisablePeerAccess";
+  const CUresult got = enable ? cuCtxEnablePeerAccess(m_contexts[peer], flags)
+                              : cuCtxDisablePeerAccess(m_contexts[peer]);
+  expect_eq(got, want, call);
+  const char* name = nullptr;
+  cuGetErrorName(got, &name);
+  ++m_counts[fmt::format("{} {}", call, name ? name : "?")];
+}
+
+// Which GPU may reach which: the first two each other, any others nobody, so that refusals
+// happen too.
+bool harness::peer_reachable(int from, int to) {
+  return from != to && from < 2 && to < 2;
 }
 
 void harness::process_exit(const command& c) {

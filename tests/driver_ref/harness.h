@@ -32,6 +32,7 @@ struct divergence : std::runtime_error {
 struct harness_config {
   ref_config ref;
   int processes = 3;
+  bool contexts_first = false;  // the property test's op mix: more contexts and peer access
 };
 
 class harness {
@@ -96,6 +97,8 @@ class harness {
   void ctx_create(const command& c);
   void ctx_destroy(const command& c);
   void ctx_set_current(const command& c);
+  void ctx_peer_access(const command& c);
+  static bool peer_reachable(int from, int to);
   void mem_alloc(const command& c);
   void mem_free(const command& c);
   void process_exit(const command& c);

@@ -1,9 +1,9 @@
 // The driver models against the reference model (tests/driver_ref/reference.h) under random
-// call sequences: cuCtx*, cuMemAlloc/cuMemFree (1 B to 1 MiB, so small buffers share 64 KiB
-// pages), process exit, pointer attributes, copies, every nv-p2p call with misuse mixed in,
-// callbacks that call back into the API, peers reading and writing through what a pin, a DMA
-// mapping or the kernel driver's region gave them, and the registration cache. Every return
-// value, callback, BAR1 page and VRAM byte is compared after every call (docs/testing.md).
+// call sequences: cuCtx* (peer access included), cuMemAlloc/cuMemFree (1 B to 1 MiB, so small
+// buffers share 64 KiB pages), process exit, pointer attributes, copies, every nv-p2p call with
+// misuse mixed in, callbacks that call back into the API, peers reading and writing through what a
+// pin, a DMA mapping or the kernel driver's region gave them, and the registration cache. Every
+// return value, callback, BAR1 page and VRAM byte is compared after every call (docs/testing.md).
 // Each case is a fixed seed and count, so ctest runs the same sequences every time; RapidCheck
 // shrinks a failing sequence to a short one and prints it.
 #include <rapidcheck.h>
@@ -20,11 +20,13 @@ using namespace p2psim::driver_ref;
 
 namespace {
 
-rc::Gen<op> gen_op() {
+// `contexts_first`: more contexts and peer access among them, fewer pins.
+rc::Gen<op> gen_op(bool contexts_first) {
+  const size_t k = contexts_first ? 4 : 1;
   return rc::gen::weightedElement<op>({
-      {4, op::ctx_create},
+      {4 * k, op::ctx_create},
       {1, op::ctx_destroy},
-      {2, op::ctx_set_current},
+      {2 * k, op::ctx_set_current},
       {12, op::mem_alloc},
       {6, op::mem_free},
       {1, op::process_exit},
@@ -47,18 +49,19 @@ rc::Gen<op> gen_op() {
       {2, op::kmd_unpin},
       {3, op::regcache_acquire},
       {2, op::regcache_release},
+      {5 * k * k, op::ctx_peer_access},
   });
 }
 
-rc::Gen<command> gen_command() {
+rc::Gen<command> gen_command(bool contexts_first) {
   return rc::gen::map(
       // Uniform choices (RapidCheck's arbitrary integers grow with the test's size, which would
       // favour the first variants); shrinking still goes towards 0.
-      rc::gen::tuple(gen_op(), rc::gen::inRange<int>(0, 3), rc::gen::inRange<int>(0, 256),
-                     rc::gen::inRange<int>(0, int(callback_action::count)),
-                     rc::gen::inRange<uint32_t>(0, 1u << 31),
-                     rc::gen::inRange<uint32_t>(0, 1u << 31),
-                     rc::gen::inRange<uint32_t>(0, 1u << 31)),
+      rc::gen::tuple(
+          gen_op(contexts_first), rc::gen::inRange<int>(0, 3), rc::gen::inRange<int>(0, 256),
+          rc::gen::inRange<int>(0, int(callback_action::count)),
+          rc::gen::inRange<uint32_t>(0, 1u << 31), rc::gen::inRange<uint32_t>(0, 1u << 31),
+          rc::gen::inRange<uint32_t>(0, 1u << 31)),
       [](const std::tuple<op, int, int, int, uint32_t, uint32_t, uint32_t>& t) {
         command c;
         std::tie(c.what, std::ignore, std::ignore, std::ignore, c.a, c.b, c.c) = t;
@@ -96,7 +99,8 @@ void check_sequences(const harness_config& config, uint64_t seed, int count, int
   meta.id = meta.description = "driver models agree with the reference";
   const auto result = rc::detail::checkTestable(
       [&] {
-        const auto sequence = *rc::gen::container<std::vector<command>>(gen_command());
+        const auto sequence =
+            *rc::gen::container<std::vector<command>>(gen_command(config.contexts_first));
         harness h(config);
         try {
           h.run_all(sequence);
@@ -127,6 +131,13 @@ harness_config private_bar1() {  // CUDA 6.0: every pin maps anew (guide 4.8)
   return c;
 }
 
+harness_config three_gpus() {  // the third out of the others' reach
+  harness_config c;
+  c.ref.gpus = 3;
+  c.contexts_first = true;
+  return c;
+}
+
 harness_config one_gpu_tight() {  // VRAM and BAR1 run out often
   harness_config c;
   c.ref.gpus = 1;
@@ -153,6 +164,10 @@ TEST_CASE("driver property: a BAR1 page per pin (4.8)", "[property]") {
 
 TEST_CASE("driver property: VRAM and BAR1 exhausted (5.5)", "[property]") {
   check_sequences(one_gpu_tight(), 4, 1500, 200);
+}
+
+TEST_CASE("driver property: three GPUs and peer access between two of them", "[property]") {
+  check_sequences(three_gpus(), 6, 1500, 200);
 }
 
 TEST_CASE("driver property: long sequences", "[property]") {

@@ -39,6 +39,7 @@ struct ref_context {
   int pid = 0, gpu = 0;
   bool alive = true;
   std::optional<std::pair<uint64_t, uint32_t>> tokens;  // once P2P_TOKENS was read
+  std::set<int> peers;  // the contexts it has peer access to (cuCtxEnablePeerAccess)
 };
 
 struct ref_allocation {
@@ -99,6 +100,7 @@ class reference {
   // ---- contexts and processes ----
   int create_context(int pid, int gpu);  // its index
   const ref_context& context(int i) const { return m_contexts.at(i); }
+  ref_context& context(int i) { return m_contexts.at(i); }
   size_t contexts() const { return m_contexts.size(); }
   // Frees the context's allocations (lowest VA first) and kills its tokens.
   std::vector<expected_callback> destroy_context(int ctx);
