@@ -20,23 +20,13 @@ std::vector<gpu::gpu*> add_gpus(nv::nvidia_driver& driver, fabric_system& sys) {
     driver.add_gpu(r);
     by_ordinal.push_back(g);
   }
-  // A GPU may reach another's memory (cuDeviceCanAccessPeer) where the fabric carries its
-  // writes and its reads to the other's BAR1: a switch between them, or root complexes and
-  // interconnects that route peer-to-peer. An IOMMU does not enter into it: the driver answers
-  // as if the fabric alone decided, and a translating IOMMU then blocks the copies.
+  // Which GPU may reach which (cuDeviceCanAccessPeer), as the fabric routes P2P.
   for (size_t i = 0; i < by_ordinal.size(); ++i)
-    for (size_t j = 0; j < by_ordinal.size(); ++j) {
-      if (i == j) continue;
-      bool routed = true;
-      for (bool write : {true, false}) {
-        transfer_spec x;
-        x.initiator = by_ordinal[i]->basename();
-        x.target = by_ordinal[j]->basename();
-        x.write = write;
-        routed = routed && refusal_reason(sys.topology(), sys.addresses(), x).empty();
-      }
-      driver.set_peer_reachable(int(i), int(j), routed);
-    }
+    for (size_t j = 0; j < by_ordinal.size(); ++j)
+      driver.set_peer_reachable(
+          int(i), int(j),
+          peer_reachable(sys.topology(), sys.addresses(), by_ordinal[i]->basename(),
+                         by_ordinal[j]->basename()));
   return by_ordinal;
 }
 

@@ -296,6 +296,19 @@ std::string refusal_reason(const topo::topology& t, const topo::address_map& a,
   return "";
 }
 
+bool peer_reachable(const topo::topology& t, const topo::address_map& a, const std::string& from,
+                    const std::string& to) {
+  if (from == to) return false;
+  for (bool write : {true, false}) {
+    transfer_spec x;
+    x.initiator = from;
+    x.target = to;
+    x.write = write;
+    if (!refusal_reason(t, a, x).empty()) return false;
+  }
+  return true;
+}
+
 void check_scenario(const scenario& s, const topo::topology& t, const topo::address_map& a) {
   check_program(s.program, t);
   const std::vector<uint64_t> base = base_offsets(s);

@@ -26,6 +26,13 @@ void check_scenario(const scenario& s, const topo::topology& t, const topo::addr
 std::string refusal_reason(const topo::topology& t, const topo::address_map& a,
                            const transfer_spec& x);
 
+// Whether GPU `from` may reach GPU `to`'s memory (cuDeviceCanAccessPeer): the fabric routes
+// its P2P writes and reads to it (a switch between them, or root complexes and interconnects
+// that route peer-to-peer). An IOMMU, and the ACS redirect it turns on, do not enter into it:
+// the NVIDIA driver does not look at them either (docs/p2p-bandwidth-latency.md).
+bool peer_reachable(const topo::topology& t, const topo::address_map& a, const std::string& from,
+                    const std::string& to);
+
 // `order`: the fabric's ordering table and choice source (all rules, in order, by default).
 run_result run_topology(const scenario& s, const topo::topology& t, const topo::address_map& a,
                         const pcie::order_policy& order = {});

@@ -91,6 +91,15 @@ struct validate_args {
   std::string json;
 };
 
+struct p2p_args {
+  std::string topology;
+  std::string size;  // bytes per copy; empty: the sample's 40,000,000
+  std::string fidelity = "tlp";
+  std::vector<std::string> sets;
+  std::string json;
+  std::string scenario;  // where to write the program it runs, as a scenario file
+};
+
 struct plot_args {
   std::string csv, x, y, by, title, output;
   std::vector<std::string> where;
@@ -115,6 +124,8 @@ void add_generate(CLI::App& app, generate_args& a);
 int generate_command(const generate_args& a);
 void add_validate(CLI::App& app, validate_args& a);
 int validate_command(const validate_args& a, const char* argv0);
+void add_p2p(CLI::App& app, p2p_args& a);
+int p2p_command(const p2p_args& a);
 int params_command(const params_args& a);
 int run_command(const run_args& a, const char* argv0);
 int topo_command(const topo_args& a);

@@ -24,6 +24,7 @@ int sc_main(int argc, char* argv[]) {
   p2psim::cli::params_args params;
   p2psim::cli::generate_args generate;
   p2psim::cli::validate_args validate;
+  p2psim::cli::p2p_args p2p;
   p2psim::cli::add_run(app, run);
   p2psim::cli::add_topo(app, topo);
   p2psim::cli::add_litmus(app, litmus);
@@ -34,6 +35,7 @@ int sc_main(int argc, char* argv[]) {
   p2psim::cli::add_params(app, params);
   p2psim::cli::add_generate(app, generate);
   p2psim::cli::add_validate(app, validate);
+  p2psim::cli::add_p2p(app, p2p);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -51,6 +53,7 @@ int sc_main(int argc, char* argv[]) {
     if (app.got_subcommand("params")) return p2psim::cli::params_command(params);
     if (app.got_subcommand("generate")) return p2psim::cli::generate_command(generate);
     if (app.got_subcommand("validate")) return p2psim::cli::validate_command(validate, argv[0]);
+    if (app.got_subcommand("p2p")) return p2psim::cli::p2p_command(p2p);
   } catch (const p2psim::config::error& e) {
     std::cerr << e.what() << "\n";
     return 2;
