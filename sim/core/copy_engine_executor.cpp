@@ -6,6 +6,9 @@
 #include <optional>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
+#include "models/iommu/iommu.h"
 #include "models/transport/sim_clock.h"
 #include "models/transport/stream_log.h"
 
@@ -84,7 +87,18 @@ void copy_engine_executor::engine_dma(int gpu, bool write, uint64_t host_offset,
                                       const cuda::copy_request& r, bool host_is_src) {
   gpu::gpu& g = *m_gpus.at(gpu);
   root_complex::root_complex& rc = socket_of(gpu);
-  const uint64_t host_bus = rc.params().memory.base + host_offset;
+  uint64_t host_bus = rc.params().memory.base + host_offset;
+  // Behind a translating IOMMU the driver maps the buffer for the GPU first (dma_map), as it
+  // maps the pinned memory a copy engine reaches, and the engine uses its I/O address.
+  iommu::iommu_domain* domain = m_sys.iommu_for(g.basename());
+  std::optional<uint64_t> iova;
+  if (domain && domain->mode() == iommu::iommu_mode::translating) {
+    iova = domain->map(host_bus, r.bytes, !write, write);
+    if (!iova)
+      throw std::runtime_error(std::string("the IOMMU has no I/O address space left for ") +
+                               g.basename() + "'s copy");
+    host_bus = *iova;
+  }
   dma::dma_job job;
   job.write = write;  // write: VRAM -> host (MWr); read: host -> VRAM (MRd)
   for (const auto& s : r.segments) {
@@ -98,6 +112,21 @@ void copy_engine_executor::engine_dma(int gpu, bool write, uint64_t host_offset,
   log[id].submit_ps = transport::now_ps();
   g.copy_engine().submit(std::move(job));
   transport::wait_until_landed(log, id);
+  note_undelivered(r, log[id].undelivered_bytes());
+  if (iova) domain->unmap(*iova, r.bytes);
+}
+
+// Bytes a copy's DMA lost (refused, faulted, dropped): the copy still completes, as on a real
+// GPU, but the run says so (exit 1).
+void copy_engine_executor::note_undelivered(const cuda::copy_request& r, uint64_t bytes) {
+  if (bytes == 0) return;
+  const char* kind = r.kind == cuda::copy_kind::host_to_device   ? "host to device"
+                     : r.kind == cuda::copy_kind::device_to_host ? "device to host"
+                                                                 : "device to device";
+  m_faults.push_back(fmt::format(
+      "a {} copy of {} bytes on {} lost {} bytes on the fabric (refused, an IOMMU fault or a "
+      "link down: the devices' and root complexes' statistics say which)",
+      kind, r.bytes, m_gpus.at(engine_gpu(r))->basename(), bytes));
 }
 
 void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<uint8_t>& staged) {
@@ -200,6 +229,7 @@ void copy_engine_executor::peer_copy(const cuda::copy_request& r) {
       done += n;
     }
   const uint64_t bar1_bus = dst.params().bar1.base;
+  uint64_t lost = 0;
   for (size_t next = 0; next < pieces.size();) {
     dma::dma_job job;
     job.write = true;                      // the source's VRAM -> the destination's BAR1 (MWr)
@@ -224,8 +254,10 @@ void copy_engine_executor::peer_copy(const cuda::copy_request& r) {
     log[id].submit_ps = transport::now_ps();
     m_gpus.at(r.src_gpu)->copy_engine().submit(std::move(job));
     transport::wait_until_landed(log, id);
+    lost += log[id].undelivered_bytes();
     for (const auto& [frame, page] : page_of) bar1.unmap_reserved(page);
   }
+  note_undelivered(r, lost);
   windows[w] = false;
   m_peer_window_freed.notify(SC_ZERO_TIME);
 }

@@ -28,6 +28,8 @@ class copy_engine_executor final : public cuda::copy_executor {
   void synchronize(const cuda::sync_request& r) override;
   uint64_t copies() const { return m_copies; }
   uint64_t bytes() const { return m_bytes; }
+  // What copies lost on the fabric, one line each (the run reports them as errors).
+  const std::vector<std::string>& faults() const { return m_faults; }
   // When each copy was called, returned to its caller and completed (0: not yet), in the
   // order they were called.
   struct copy_times {
@@ -77,6 +79,8 @@ class copy_engine_executor final : public cuda::copy_executor {
   // VRAM through its BAR1, a window of the BAR1 space the driver keeps (bar1_reserved) mapped
   // at a time.
   void peer_copy(const cuda::copy_request& r);
+  void note_undelivered(const cuda::copy_request& r, uint64_t bytes);
+  std::vector<std::string> m_faults;
   std::map<int, std::vector<bool>> m_peer_windows;  // by destination GPU: which are taken
   sc_core::sc_event m_peer_window_freed;
   void engine_dma(int gpu, bool write, uint64_t host_offset, const cuda::copy_request& r,

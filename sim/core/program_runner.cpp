@@ -157,6 +157,7 @@ void program_runner::main() {
     while (!d.done) wait(m_dma_done);
   m_doing = "waiting for the program's copies";
   m_copies->drain();
+  for (const auto& f : m_copies->faults()) m_errors.push_back("cuMemcpy: " + f);
   for (const auto& c : m_pending_checks) check_host_bytes(c);
   m_doing.clear();
 }

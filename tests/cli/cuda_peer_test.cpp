@@ -59,3 +59,19 @@ TEST_CASE("CUDA peer access: a context name must come from an earlier cuCtxCreat
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("no context 'c9' was named by an earlier cuCtxCreate") != std::string::npos);
 }
+
+TEST_CASE("CUDA peer access behind a translating IOMMU: granted, and the direct copy faults",
+          "[cli][cuda]") {
+  // As on real machines with the IOMMU on: cuCtxEnablePeerAccess succeeds (the fabric routes
+  // P2P), but the switch redirects the peer writes to the root complex (ACS, which Linux turns
+  // on with the IOMMU) and the IOMMU, which maps no peer BAR for the GPU, drops them. Copies
+  // through host memory work: the driver maps its staging buffers for the GPU.
+  auto r = run_cli(std::string("run ") + scenario + " --set socket.cpu0.iommu.mode=translating");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  const std::string all = r.out + r.err;
+  CHECK(all.find("cuMemcpy: a device to device copy of 16777216 bytes on gpu0 lost 16777216 "
+                 "bytes on the fabric") != std::string::npos);
+  CHECK(all.find("cuMemcpyDtoH of y read") != std::string::npos);  // the bytes never came
+  CHECK(all.find("step 8 (app cuCtxEnablePeerAccess) returned") == std::string::npos);
+}
