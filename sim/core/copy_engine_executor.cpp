@@ -106,14 +106,22 @@ void copy_engine_executor::engine_dma(int gpu, bool write, uint64_t host_offset,
     uint64_t host = host_is_src ? s.src : s.dst;
     job.segments.push_back({host_bus + host, s.bytes, vram});
   }
+  note_undelivered(r, run_job(gpu, std::move(job)));
+  if (iova) domain->unmap(*iova, r.bytes);
+}
+
+// Hands `job` to GPU `gpu`'s copy engine and waits for its last byte; returns the bytes it
+// lost on the fabric.
+uint64_t copy_engine_executor::run_job(int gpu, dma::dma_job job) {
   transport::stream_log& log = m_sys.streams();
-  job.stream = log.open(r.bytes);
+  uint64_t bytes = 0;
+  for (const auto& s : job.segments) bytes += s.length;
+  job.stream = log.open(bytes);
   const uint32_t id = job.stream;
   log[id].submit_ps = transport::now_ps();
-  g.copy_engine().submit(std::move(job));
+  m_gpus.at(gpu)->copy_engine().submit(std::move(job));
   transport::wait_until_landed(log, id);
-  note_undelivered(r, log[id].undelivered_bytes());
-  if (iova) domain->unmap(*iova, r.bytes);
+  return log[id].undelivered_bytes();
 }
 
 // Bytes a copy's DMA lost (refused, faulted, dropped): the copy still completes, as on a real
@@ -246,15 +254,7 @@ void copy_engine_executor::peer_copy(const cuda::copy_request& r) {
       job.segments.push_back(
           {bar1_bus + it->second * gpu::bar1_page_bytes + p.dst - frame, p.bytes, p.src});
     }
-    transport::stream_log& log = m_sys.streams();
-    uint64_t bytes = 0;
-    for (const auto& s : job.segments) bytes += s.length;
-    job.stream = log.open(bytes);
-    const uint32_t id = job.stream;
-    log[id].submit_ps = transport::now_ps();
-    m_gpus.at(r.src_gpu)->copy_engine().submit(std::move(job));
-    transport::wait_until_landed(log, id);
-    lost += log[id].undelivered_bytes();
+    lost += run_job(r.src_gpu, std::move(job));
     for (const auto& [frame, page] : page_of) bar1.unmap_reserved(page);
   }
   note_undelivered(r, lost);

@@ -80,6 +80,7 @@ class copy_engine_executor final : public cuda::copy_executor {
   // at a time.
   void peer_copy(const cuda::copy_request& r);
   void note_undelivered(const cuda::copy_request& r, uint64_t bytes);
+  uint64_t run_job(int gpu, dma::dma_job job);
   std::vector<std::string> m_faults;
   std::map<int, std::vector<bool>> m_peer_windows;  // by destination GPU: which are taken
   sc_core::sc_event m_peer_window_freed;

@@ -77,9 +77,12 @@ int main() {
       std::printf("%-4s %10zu %10.3f %10.3f %10.3f %6zu\n", name(k), bytes, median(t[k]),
                   percentile(t[k], 0), percentile(t[k], 0.9), t[k].size());
   }
-  for (size_t bytes = 4u << 20; bytes <= most; bytes *= 4) {
+  // 220 copies within device memory, each between two events, after `before` (queued on the
+  // stream first); prints the line of those after the warm-ups.
+  auto d2d_alone = [&](const char* label, size_t bytes, auto&& before) {
     std::vector<double> t;
     for (int r = 0; r < 220; ++r) {
+      before();
       CHECK(cudaEventRecord(a, s));
       CHECK(cudaMemcpyAsync(dev_b, dev_a, bytes, cudaMemcpyDeviceToDevice, s));
       CHECK(cudaEventRecord(b, s));
@@ -88,31 +91,21 @@ int main() {
       CHECK(cudaEventElapsedTime(&ms, a, b));
       if (r >= warm) t.push_back(ms * 1e3);
     }
-    std::printf("%-4s %10zu %10.3f %10.3f %10.3f %6zu\n", name(d2d), bytes, median(t),
+    std::printf("%-4s %10zu %10.3f %10.3f %10.3f %6zu\n", label, bytes, median(t),
                 percentile(t, 0), percentile(t, 0.9), t.size());
-  }
+  };
+  for (size_t bytes = 4u << 20; bytes <= most; bytes *= 4) d2d_alone(name(d2d), bytes, [] {});
   const size_t evict_bytes = std::max<size_t>(4 * size_t(prop.l2CacheSize), 64u << 20);
   uint4 *evict, *sink;
   CHECK(cudaMalloc(&evict, evict_bytes));
   CHECK(cudaMemset(evict, 1, evict_bytes));
   CHECK(cudaMalloc(&sink, sizeof(uint4)));
   const size_t cold_sizes[] = {4, 4096, 65536, 1u << 20, 4u << 20, 16u << 20, 64u << 20, most};
-  for (size_t bytes : cold_sizes) {
-    std::vector<double> t;
-    for (int r = 0; r < 220; ++r) {
+  for (size_t bytes : cold_sizes)
+    d2d_alone("d2d_cold", bytes, [&] {
       read_all<<<4 * prop.multiProcessorCount, 256, 0, s>>>(evict, evict_bytes / sizeof(uint4),
                                                            sink);
       CHECK(cudaGetLastError());
-      CHECK(cudaEventRecord(a, s));
-      CHECK(cudaMemcpyAsync(dev_b, dev_a, bytes, cudaMemcpyDeviceToDevice, s));
-      CHECK(cudaEventRecord(b, s));
-      CHECK(cudaEventSynchronize(b));
-      float ms;
-      CHECK(cudaEventElapsedTime(&ms, a, b));
-      if (r >= warm) t.push_back(ms * 1e3);
-    }
-    std::printf("%-8s %10zu %10.3f %10.3f %10.3f %6zu\n", "d2d_cold", bytes, median(t),
-                percentile(t, 0), percentile(t, 0.9), t.size());
-  }
+    });
   return 0;
 }
