@@ -17,8 +17,7 @@ namespace p2psim::core {
 using namespace sc_core;
 
 namespace {
-// Where in a socket's memory the driver stages pageable host buffers: its last 256 MiB.
-constexpr uint64_t staging_bytes = 256ull << 20;
+constexpr uint64_t staging_bytes = host_frames::staging_bytes;
 
 // A cost of `ns`; none at all (not even a delta cycle) when it is 0, so GPUs without copy
 // costs run exactly as before they existed.
@@ -56,8 +55,9 @@ copy_engine_executor::staging_range::~staging_range() {
   m_freed.notify(SC_ZERO_TIME);
 }
 
-copy_engine_executor::copy_engine_executor(fabric_system& sys, std::vector<gpu::gpu*> gpus)
-    : m_sys(sys), m_gpus(std::move(gpus)) {}
+copy_engine_executor::copy_engine_executor(fabric_system& sys, std::vector<gpu::gpu*> gpus,
+                                           kernel::user_memory& memory, host_frames& frames)
+    : m_sys(sys), m_gpus(std::move(gpus)), m_memory(memory), m_frames(frames) {}
 
 root_complex::root_complex& copy_engine_executor::socket_of(int gpu) {
   const std::string& name = m_sys.addresses().socket_of.at(std::string(m_gpus.at(gpu)->basename()));
@@ -82,18 +82,18 @@ const copy_engine_executor::queue* copy_engine_executor::first_pending(
   return nullptr;
 }
 
-// One copy-engine job between VRAM and the staging buffer, waited for to the last byte.
-void copy_engine_executor::engine_dma(int gpu, bool write, uint64_t host_offset,
+// One copy-engine job between VRAM and host memory, waited for to the last byte.
+void copy_engine_executor::engine_dma(int gpu, bool write, uint64_t host_bus,
                                       const cuda::copy_request& r, bool host_is_src) {
   gpu::gpu& g = *m_gpus.at(gpu);
-  root_complex::root_complex& rc = socket_of(gpu);
-  uint64_t host_bus = rc.params().memory.base + host_offset;
   // Behind a translating IOMMU the driver maps the buffer for the GPU first (dma_map), as it
   // maps the pinned memory a copy engine reaches, and the engine uses its I/O address.
   iommu::iommu_domain* domain = m_sys.iommu_for(g.basename());
   std::optional<uint64_t> iova;
+  uint64_t span = 0;  // from host_bus: the bytes the job reaches
+  for (const auto& s : r.segments) span = std::max(span, (host_is_src ? s.src : s.dst) + s.bytes);
   if (domain && domain->mode() == iommu::iommu_mode::translating) {
-    iova = domain->map(host_bus, r.bytes, !write, write);
+    iova = domain->map(host_bus, span, !write, write);
     if (!iova)
       throw std::runtime_error(std::string("the IOMMU has no I/O address space left for ") +
                                g.basename() + "'s copy");
@@ -107,7 +107,7 @@ void copy_engine_executor::engine_dma(int gpu, bool write, uint64_t host_offset,
     job.segments.push_back({host_bus + host, s.bytes, vram});
   }
   note_undelivered(r, run_job(gpu, std::move(job)));
-  if (iova) domain->unmap(*iova, r.bytes);
+  if (iova) domain->unmap(*iova, span);
 }
 
 // Hands `job` to GPU `gpu`'s copy engine and waits for its last byte; returns the bytes it
@@ -139,18 +139,20 @@ void copy_engine_executor::note_undelivered(const cuda::copy_request& r, uint64_
 
 void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<uint8_t>& staged) {
   using cuda::copy_kind;
-  if (r.kind == copy_kind::host_to_device) {
+  if (r.kind != copy_kind::device_to_device && r.host_pinned) {
+    pinned_copy(r);
+  } else if (r.kind == copy_kind::host_to_device) {
     auto& rc = socket_of(r.dst_gpu);
-    staging_range staging(m_staging[&rc], rc.memory().capacity(), m_staging_freed);
+    staging_range staging(m_frames.taken(rc), rc.memory().capacity(), m_staging_freed);
     rc.memory().write(staging.offset, staged);
-    engine_dma(r.dst_gpu, false, staging.offset, r, true);
+    engine_dma(r.dst_gpu, false, rc.params().memory.base + staging.offset, r, true);
   } else if (r.kind == copy_kind::device_to_host) {
     auto& rc = socket_of(r.src_gpu);
-    staging_range staging(m_staging[&rc], rc.memory().capacity(), m_staging_freed);
-    engine_dma(r.src_gpu, true, staging.offset, r, false);
+    staging_range staging(m_frames.taken(rc), rc.memory().capacity(), m_staging_freed);
+    engine_dma(r.src_gpu, true, rc.params().memory.base + staging.offset, r, false);
     std::vector<uint8_t> bytes(r.bytes);
     rc.memory().read(staging.offset, bytes);
-    std::memcpy(r.host_dst, bytes.data(), r.bytes);
+    m_memory.write(r.host_dst, bytes);
   } else if (r.src_gpu != r.dst_gpu && r.peer) {
     peer_copy(r);
   } else if (r.src_gpu != r.dst_gpu) {
@@ -172,19 +174,19 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
     const bool cross = &src_rc != &dst_rc;
     const bool src_first = !cross || std::string(src_rc.basename()) < dst_rc.basename();
     auto take = [&](root_complex::root_complex& rc, std::optional<staging_range>& into) {
-      into.emplace(m_staging[&rc], rc.memory().capacity(), m_staging_freed);
+      into.emplace(m_frames.taken(rc), rc.memory().capacity(), m_staging_freed);
     };
     std::optional<staging_range> src_staging, dst_staging;  // the CPU copies between them
     take(src_first ? src_rc : dst_rc, src_first ? src_staging : dst_staging);
     if (cross) take(src_first ? dst_rc : src_rc, src_first ? dst_staging : src_staging);
     const uint64_t dst_offset = cross ? dst_staging->offset : src_staging->offset;
-    engine_dma(r.src_gpu, true, src_staging->offset, out, false);
+    engine_dma(r.src_gpu, true, src_rc.params().memory.base + src_staging->offset, out, false);
     if (cross) {
       std::vector<uint8_t> bytes(r.bytes);
       src_rc.memory().read(src_staging->offset, bytes);
       dst_rc.memory().write(dst_offset, bytes);
     }
-    engine_dma(r.dst_gpu, false, dst_offset, in, true);
+    engine_dma(r.dst_gpu, false, dst_rc.params().memory.base + dst_offset, in, true);
   } else {
     // Within one GPU: VRAM to VRAM through the copy engine, no PCIe traffic. The bytes land
     // when the copy completes (a reader before then sees the old data: guide 5.7).
@@ -202,6 +204,18 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
   }
   ++m_copies;
   m_bytes += r.bytes;
+}
+
+// The kernel keeps the block's pages in their frames (the CUDA driver pinned them); the
+// engine reads or writes them where they are, on whichever socket.
+void copy_engine_executor::pinned_copy(const cuda::copy_request& r) {
+  const bool to_device = r.kind == cuda::copy_kind::host_to_device;
+  const void* host = to_device ? r.host_src : r.host_dst;
+  std::vector<kernel::bus_run> runs;
+  if (m_memory.pin(r.pid, host, r.bytes, runs) != 0 || runs.size() != 1)
+    throw std::logic_error("a copy from page-locked memory whose frames the kernel cannot pin");
+  engine_dma(to_device ? r.dst_gpu : r.src_gpu, !to_device, runs.front().bus, r, to_device);
+  m_memory.unpin(host, r.bytes);
 }
 
 // The destination's reserved BAR1 space is cut into windows of 4 MiB (64 pages); a copy takes
@@ -263,7 +277,7 @@ void copy_engine_executor::peer_copy(const cuda::copy_request& r) {
 }
 
 void copy_engine_executor::copy(const cuda::copy_request& r) {
-  if (r.bytes > staging_bytes &&
+  if (r.bytes > staging_bytes && !r.host_pinned &&
       (r.kind != cuda::copy_kind::device_to_device || r.src_gpu != r.dst_gpu))
     throw std::runtime_error("a host copy larger than the 256 MiB staging buffer");
   const int gpu = engine_gpu(r);
@@ -272,11 +286,13 @@ void copy_engine_executor::copy(const cuda::copy_request& r) {
   const std::string gpu_name(m_gpus.at(gpu)->basename());
   m_times.push_back(
       {transport::now_ps(), 0, 0, gpu_name, m_sys.addresses().socket_of.at(gpu_name)});
-  // The source bytes of a host copy are taken now: the application may reuse its buffer.
+  // The source bytes of a copy from pageable memory are staged now: the application may reuse
+  // its buffer. A copy engine reads page-locked memory itself, when the copy runs.
   std::vector<uint8_t> staged;
-  if (r.kind == cuda::copy_kind::host_to_device)
-    staged.assign(static_cast<const uint8_t*>(r.host_src),
-                  static_cast<const uint8_t*>(r.host_src) + r.bytes);
+  if (r.kind == cuda::copy_kind::host_to_device && !r.host_pinned) {
+    staged.resize(r.bytes);
+    m_memory.read(r.host_src, staged);
+  }
   spend(engine.copy_submit_ns);  // the driver, in the caller's thread
   const stream_key key{r.pid, r.ctx, r.stream};
   queue& q = m_queues[key];

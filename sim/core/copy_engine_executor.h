@@ -1,6 +1,8 @@
 // CUDA memory copies carried out by the GPUs' copy engines on the simulated fabric:
-// host <-> device copies go through a staging buffer in the GPU's socket memory (as the CUDA
-// driver stages pageable memory) and move as PCIe reads and writes of the copy engine;
+// host <-> device copies move as PCIe reads and writes of the copy engine, straight from or
+// into page-locked host memory, where its frames are (on another socket, over the
+// interconnect), and through a staging buffer in the GPU's socket memory for pageable memory
+// (as the CUDA driver stages it);
 // device-to-device copies within a GPU move at VRAM bandwidth. Copies on one stream run in
 // order; asynchronous ones run while the caller goes on. Each copy also pays the CUDA-side
 // costs its GPU's parameters give (docs/architecture.md, "CUDA copy costs"): the driver's
@@ -16,14 +18,18 @@
 #include <vector>
 
 #include "models/driver/cuda/copy_executor.h"
+#include "models/driver/kernel/user_memory.h"
+#include "sim/core/host_frames.h"
 #include "sim/core/system.h"
 
 namespace p2psim::core {
 
 class copy_engine_executor final : public cuda::copy_executor {
  public:
-  // `gpus`: the GPU models by CUDA device ordinal.
-  copy_engine_executor(fabric_system& sys, std::vector<gpu::gpu*> gpus);
+  // `gpus`: the GPU models by CUDA device ordinal; `memory`: the processes' memory (the
+  // CPU's view of host buffers, and the frames of page-locked ones), over `frames`.
+  copy_engine_executor(fabric_system& sys, std::vector<gpu::gpu*> gpus, kernel::user_memory& memory,
+                       host_frames& frames);
   void copy(const cuda::copy_request& r) override;
   void synchronize(const cuda::sync_request& r) override;
   uint64_t copies() const { return m_copies; }
@@ -72,7 +78,6 @@ class copy_engine_executor final : public cuda::copy_executor {
     std::map<uint64_t, uint64_t>& m_taken;
     sc_core::sc_event& m_freed;
   };
-  std::map<const root_complex::root_complex*, std::map<uint64_t, uint64_t>> m_staging;
   sc_core::sc_event m_staging_freed;  // a staging buffer was given back
   void run(const cuda::copy_request& r, const std::vector<uint8_t>& staged);
   // Between two GPUs with peer access: the source GPU's engine writes into the destination's
@@ -84,14 +89,19 @@ class copy_engine_executor final : public cuda::copy_executor {
   std::vector<std::string> m_faults;
   std::map<int, std::vector<bool>> m_peer_windows;  // by destination GPU: which are taken
   sc_core::sc_event m_peer_window_freed;
-  void engine_dma(int gpu, bool write, uint64_t host_offset, const cuda::copy_request& r,
+  // A copy-engine job between VRAM and host memory at bus address `host_bus`.
+  void engine_dma(int gpu, bool write, uint64_t host_bus, const cuda::copy_request& r,
                   bool host_is_src);
+  // A copy from or into page-locked memory: the engine reaches its frames directly.
+  void pinned_copy(const cuda::copy_request& r);
   root_complex::root_complex& socket_of(int gpu);
   static int engine_gpu(const cuda::copy_request& r);
   const queue* first_pending(const cuda::sync_request* scope) const;
 
   fabric_system& m_sys;
   std::vector<gpu::gpu*> m_gpus;
+  kernel::user_memory& m_memory;
+  host_frames& m_frames;
   std::map<stream_key, queue> m_queues;
   sc_core::sc_event m_progress;
   uint64_t m_copies = 0, m_bytes = 0;

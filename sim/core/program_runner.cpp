@@ -37,9 +37,11 @@ program_runner::program_runner(sc_module_name n, fabric_system& sys, const progr
         c.seed = seed;
         return c;
       }()),
+      m_frames(sys),
       m_os(m_driver) {
   std::vector<gpu::gpu*> by_ordinal = add_gpus(m_driver, sys);
-  m_copies = std::make_unique<copy_engine_executor>(sys, by_ordinal);
+  m_os.memory().set_physical(&m_frames);
+  m_copies = std::make_unique<copy_engine_executor>(sys, by_ordinal, m_os.memory(), m_frames);
   m_os.set_copy_executor(m_copies.get());
   if (p.peer) {
     m_engine = sys.find_initiator(p.peer->device);

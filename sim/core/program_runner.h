@@ -147,7 +147,8 @@ class program_runner : public sc_core::sc_module {
   const program_spec& m_spec;
   uint64_t m_seed;
   nv::nvidia_driver m_driver;
-  kernel::os m_os;  // the program's processes and the driver they reach; bound in main()
+  host_frames m_frames;  // the sockets' memory as the OS hands it out (outlives m_os)
+  kernel::os m_os;       // the program's processes and the driver they reach; bound in main()
   pci_dev m_peer_dev;
   std::unique_ptr<peer::kmd> m_kmd;
   std::map<int, std::unique_ptr<peer::regcache>> m_caches;  // by pid

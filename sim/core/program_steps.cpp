@@ -121,13 +121,21 @@ std::string program_runner::memcpy_step(const step_spec& s) {
     return step_result(r);
   };
   // The host side: the program's own (pageable) memory, or a block of cuMemAllocHost's that
-  // lives to the end of the run (an asynchronous copy may still be reading or writing it).
+  // lives to the end of the run (an asynchronous copy may still be reading or writing it), on
+  // the socket of the buffer's GPU, as a process bound near its GPU allocates.
   std::vector<uint8_t> pageable;
   uint8_t* host = nullptr;
   if (s.call != "cuMemcpyDtoD") {
     if (s.pinned) {
       void* p = nullptr;
-      if (CUresult r = cuMemAllocHost(&p, len); r != CUDA_SUCCESS) return step_result(r);
+      const int pid = kernel::current_pid();
+      const int node = m_os.numa_node(pid);
+      if (auto at = m_driver.vram_of(b.pid, b.va + s.offset))
+        m_os.set_numa_node(
+            pid, m_frames.node_of(m_sys.addresses().socket_of.at(m_driver.gpu(at->first).name)));
+      CUresult r = cuMemAllocHost(&p, len);
+      m_os.set_numa_node(pid, node);
+      if (r != CUDA_SUCCESS) return step_result(r);
       host = static_cast<uint8_t*>(p);
     } else {
       pageable.resize(len);
@@ -136,7 +144,7 @@ std::string program_runner::memcpy_step(const step_spec& s) {
   }
   if (s.call == "cuMemcpyHtoD") {
     const std::vector<uint8_t> bytes = pattern_bytes(m_seed + m_steps.size(), len);
-    std::copy(bytes.begin(), bytes.end(), host);
+    m_os.memory().write(host, bytes);
     CUresult r = s.async ? cuMemcpyHtoDAsync(b.va + s.offset, host, len, stream_of(s))
                          : cuMemcpyHtoD(b.va + s.offset, host, len);
     if (r == CUDA_SUCCESS) std::copy(bytes.begin(), bytes.end(), image.begin() + s.offset);
@@ -167,8 +175,10 @@ std::string program_runner::memcpy_step(const step_spec& s) {
 }
 
 void program_runner::check_host_bytes(const host_check& c) {
+  std::vector<uint8_t> got(c.expected.size());
+  m_os.memory().read(c.host, got);
   uint64_t bad = 0;
-  for (size_t i = 0; i < c.expected.size(); ++i) bad += c.host[i] != c.expected[i];
+  for (size_t i = 0; i < c.expected.size(); ++i) bad += got[i] != c.expected[i];
   if (bad)
     m_errors.push_back(
         fmt::format("{}: cuMemcpyDtoH of {} read {} bytes that differ from what "

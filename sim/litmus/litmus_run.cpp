@@ -69,13 +69,20 @@ struct placed {
 class harness : public sc_module {
  public:
   harness(sc_module_name n, const litmus_spec& t, core::fabric_system& sys)
-      : sc_module(n), m_t(t), m_sys(sys), m_driver(nv::driver_config{}), m_os(m_driver) {
+      : sc_module(n),
+        m_t(t),
+        m_sys(sys),
+        m_driver(nv::driver_config{}),
+        m_frames(sys),
+        m_os(m_driver) {
+    m_os.memory().set_physical(&m_frames);
     std::vector<gpu::gpu*> by_ordinal = core::add_gpus(m_driver, sys);
     for (size_t i = 0; i < by_ordinal.size(); ++i) {
       m_ordinal[m_driver.gpu(int(i)).name] = int(i);
       by_ordinal[i]->visibility().set_kernels_observe(true);  // kernel agents may be reading
     }
-    m_copies = std::make_unique<core::copy_engine_executor>(sys, by_ordinal);
+    m_copies =
+        std::make_unique<core::copy_engine_executor>(sys, by_ordinal, m_os.memory(), m_frames);
     m_os.set_copy_executor(m_copies.get());
     kernel::running_in in(m_os);
     kernel::as_process as(litmus_pid);
@@ -397,6 +404,7 @@ class harness : public sc_module {
   const litmus_spec& m_t;
   core::fabric_system& m_sys;
   nv::nvidia_driver m_driver;
+  core::host_frames m_frames;  // outlives m_os, whose memory it holds
   kernel::os m_os;
   std::unique_ptr<core::copy_engine_executor> m_copies;
   std::map<std::string, int> m_ordinal;

@@ -15,6 +15,7 @@
 namespace cuda_probe {
 void run(const std::function<void(const std::string&)>& out);
 void run_peer(const std::function<void(const std::string&)>& out);
+void run_host(const std::function<void(const std::string&)>& out);
 }  // namespace cuda_probe
 
 using namespace p2psim;
@@ -30,6 +31,14 @@ const std::map<std::string, std::string> value_not_compared = {
     {"cuDeviceGetAttribute(110, dev=0)",
      "GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: the VMM API is not modelled"},
     {"cuDeviceGetAttribute(124, dev=0)", "DMA_BUF_SUPPORTED: dma-buf is not modelled"},
+    {"cuDeviceGetAttribute(DMA_BUF_SUPPORTED=124, dev=0)", "dma-buf is not modelled"},
+    {"cuDeviceGetAttribute(GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED=110, dev=0)",
+     "the VMM API is not modelled"},
+    {"cuDeviceGetAttribute(VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED=102, dev=0)",
+     "the VMM API is not modelled"},
+    {"cuDeviceGetAttribute(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED=103, dev=0)",
+     "VMM shareable handles are not modelled"},
+    {"cuDeviceGetAttribute(IPC_EVENT_SUPPORTED=125, dev=0)", "IPC events are not modelled"},
 };
 
 // A transcript of tests/data/cuda_probe without its comment lines ('#').
@@ -116,5 +125,24 @@ TEST_CASE("CUDA model matches the real driver's peer-access transcript (two H200
   const std::vector<std::string> real = real_transcript("h200x2_cuda13_peer.txt");
   compare(real, model);
   CHECK(real.size() > 60);
+  CHECK(real.back() == "== end");
+}
+
+// Page-locked and registered host memory (tools/cuda_probe/probe_host.cpp, `probe --host`):
+// cuMemHostAlloc's and cuMemHostRegister's flags and ranges, every misuse, copies, and what a
+// context's end does to them, against one H200.
+TEST_CASE("CUDA model matches the real driver's host-memory transcript (H200)",
+          "[cuda][real-driver]") {
+  world_config c = gpus(1);
+  c.gpu.vram_bytes = 256ull << 20;
+  c.gpu.name = "NVIDIA H200";
+  world w(c);
+  std::vector<std::string> model;
+  cuda_probe::run_host([&](const std::string& s) {
+    if (s.empty() || s[0] != '#') model.push_back(s);
+  });
+  const std::vector<std::string> real = real_transcript("h200_cuda13_host.txt");
+  compare(real, model);
+  CHECK(real.size() > 500);
   CHECK(real.back() == "== end");
 }

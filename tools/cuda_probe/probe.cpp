@@ -15,8 +15,11 @@ namespace cuda_probe {
 
 const char* result_name(CUresult r) {
   const char* s = nullptr;
-  if (cuGetErrorName(r, &s) != CUDA_SUCCESS || !s) return "(unnamed)";
-  return s;
+  if (cuGetErrorName(r, &s) == CUDA_SUCCESS && s) return s;
+  // A code the driver's table lacks: its number, so that transcripts still tell codes apart.
+  static thread_local char unnamed[32];
+  std::snprintf(unnamed, sizeof unnamed, "(unnamed %d)", int(r));
+  return unnamed;
 }
 
 std::string fmt(const char* f, ...) {
@@ -203,7 +206,8 @@ void run(const sink& out) {
 }  // namespace cuda_probe
 
 #ifndef CUDA_PROBE_NO_MAIN
-// `probe` runs every sequence; `probe --peer` the peer-access one (two GPUs).
+// `probe` runs every sequence; `probe --peer` the peer-access one (two GPUs); `probe --host`
+// the host-memory one (probe_host.cpp).
 int main(int argc, char** argv) {
   const auto print = [](const std::string& s) {
     std::printf("%s\n", s.c_str());
@@ -211,6 +215,8 @@ int main(int argc, char** argv) {
   };
   if (argc > 1 && std::strcmp(argv[1], "--peer") == 0)
     cuda_probe::run_peer(print);
+  else if (argc > 1 && std::strcmp(argv[1], "--host") == 0)
+    cuda_probe::run_host(print);
   else
     cuda_probe::run(print);
   return 0;

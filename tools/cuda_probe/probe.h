@@ -26,6 +26,8 @@ using sink = std::function<void(const std::string&)>;
 void run(const sink& out);
 // Runs the peer-access sequence alone (probe_peer.cpp; a machine with two GPUs).
 void run_peer(const sink& out);
+// Runs the host-memory sequence alone (probe_host.cpp): pinned and registered host memory.
+void run_host(const sink& out);
 
 const char* result_name(CUresult r);
 std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));

@@ -59,6 +59,8 @@ typedef enum cudaError_enum {
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
   CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
   CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705,
+  CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+  CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
   CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
   CUDA_ERROR_NOT_PERMITTED = 800,
   CUDA_ERROR_NOT_SUPPORTED = 801,
@@ -80,8 +82,16 @@ typedef enum CUpointer_attribute_enum P2PSIM_CU_ANY_INT {
   CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,                 /* size_t */
   CU_POINTER_ATTRIBUTE_MAPPED = 13,                     /* unsigned int (boolean) */
   CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES = 14,       /* not modelled */
-  CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE = 15  /* unsigned int (boolean) */
+  CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE = 15, /* unsigned int (boolean) */
+  CU_POINTER_ATTRIBUTE_ACCESS_FLAGS = 16                /* unsigned int (below) */
 } CUpointer_attribute;
+
+/* Values of CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: what the GPUs may do with the memory. */
+typedef enum CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum {
+  CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE = 0x0,
+  CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ = 0x1,
+  CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE = 0x3
+} CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS;
 
 typedef enum CUmemorytype_enum {
   CU_MEMORYTYPE_HOST = 1,
@@ -93,13 +103,23 @@ typedef enum CUmemorytype_enum {
 /* The attributes cuDeviceGetAttribute answers; any other value is CUDA_ERROR_INVALID_VALUE. */
 typedef enum CUdevice_attribute_enum P2PSIM_CU_ANY_INT {
   CU_DEVICE_ATTRIBUTE_INTEGRATED = 18,
+  CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY = 19,
   CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
   CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83,
+  CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS = 88,
+  CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91,
+  CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED = 99,
+  CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES = 100,
+  CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
+  CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
   CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED = 110,
+  CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED = 113,
   CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED = 116,
   CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS = 117,
   CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING = 118,
-  CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124
+  CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124,
+  CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED = 125,
+  CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED = 146
 } CUdevice_attribute;
 
 /* What cuDeviceGetP2PAttribute answers about the link between two devices. */
@@ -152,6 +172,17 @@ typedef enum CUstream_flags_enum {
   CU_STREAM_NON_BLOCKING = 0x1
 } CUstream_flags;
 
+/* cuMemHostAlloc's flags. */
+#define CU_MEMHOSTALLOC_PORTABLE 0x01      /* pinned for every context, not only the current */
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02     /* mapped into the GPUs' address space */
+#define CU_MEMHOSTALLOC_WRITECOMBINED 0x04 /* write-combined: fast for the GPU, slow CPU reads */
+
+/* cuMemHostRegister's flags. */
+#define CU_MEMHOSTREGISTER_PORTABLE 0x01
+#define CU_MEMHOSTREGISTER_DEVICEMAP 0x02
+#define CU_MEMHOSTREGISTER_IOMEMORY 0x04 /* the range is a device's MMIO, not memory */
+#define CU_MEMHOSTREGISTER_READ_ONLY 0x08
+
 /* Guide 7.2. */
 typedef struct CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st {
   unsigned long long p2pToken;
@@ -186,6 +217,13 @@ CUresult cuMemFree(CUdeviceptr dptr); /* runs nv-p2p free callbacks first (guide
 CUresult cuMemGetAddressRange(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr);
 CUresult cuMemAllocHost(void** pp, size_t bytesize); /* page-locked; needs no context */
 CUresult cuMemFreeHost(void* p);
+
+/* ---- page-locked host memory (the guide's chapter 2 path: a peer's DMA lands in it) ---- */
+CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags);
+CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags);
+CUresult cuMemHostUnregister(void* p);
+CUresult cuMemHostGetDevicePointer(CUdeviceptr* pdptr, void* p, unsigned int Flags);
+CUresult cuMemHostGetFlags(unsigned int* pFlags, void* p);
 
 /* ---- pointer attributes (guide 7.2) ---- */
 CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr);

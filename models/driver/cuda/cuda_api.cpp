@@ -142,8 +142,27 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
         *pi = CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER;
       break;
     case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED:
       *pi = 0;
       break;  // only nv-p2p is modelled
+    // Page-locked host memory (cuda_host_memory.cpp): mapped at its host address, any range
+    // may be registered, read-only too; pageable memory is not reachable from the GPUs.
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
+    case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED:
+      *pi = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
+      *pi = 0;
+      break;
+    // Not modelled: the VMM API, its shareable handles, IPC events.
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
+      *pi = 0;
+      break;
     default:
       return CUDA_ERROR_INVALID_VALUE;
   }
@@ -232,6 +251,7 @@ CUresult cuCtxDestroy(CUcontext ctx) {
   // Frees every allocation of the context; pins on them are revoked through their free
   // callbacks before the memory goes (guide 5.3: "cuMemFree, cuCtxDestroy, etc.").
   drv().destroy_context(c->pid, c->id);
+  drop_host_memory_of(c);
   c->alive = false;
   for (auto& s : global().streams)
     if (s->ctx == c) s->alive = false;
@@ -242,7 +262,8 @@ CUresult cuCtxDestroy(CUcontext ctx) {
 CUresult cuCtxGetCurrent(CUcontext* pctx) {
   if (CUresult r = check_init()) return r;
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-  *pctx = current_context();
+  // The top of the stack, even a context destroyed while it was there twice (driver 580).
+  *pctx = me().current();
   return CUDA_SUCCESS;
 }
 

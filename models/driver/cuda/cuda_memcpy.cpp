@@ -9,18 +9,22 @@
 
 namespace p2psim::cuda {
 
+// Host bytes go through the simulated kernel's memory: the CPU's view of the process's pages.
 void instant_copy_executor::copy(const copy_request& r) {
   auto& d = m_driver;
+  auto& memory = kernel::current_os().memory();
   auto* hsrc = static_cast<const uint8_t*>(r.host_src);
   auto* hdst = static_cast<uint8_t*>(r.host_dst);
-  std::vector<uint8_t> bounce;
+  std::vector<uint8_t> bounce;  // source and destination may overlap
   for (const copy_segment& s : r.segments) {
+    bounce.resize(s.bytes);
     if (r.src_gpu < 0) {
-      d.gpu(r.dst_gpu).vram->write(s.dst, {hsrc + s.src, s.bytes});
+      memory.read(hsrc + s.src, bounce);
+      d.gpu(r.dst_gpu).vram->write(s.dst, bounce);
     } else if (r.dst_gpu < 0) {
-      d.gpu(r.src_gpu).vram->read(s.src, {hdst + s.dst, s.bytes});
-    } else {  // through a buffer: source and destination may overlap
-      bounce.resize(s.bytes);
+      d.gpu(r.src_gpu).vram->read(s.src, bounce);
+      memory.write(hdst + s.dst, bounce);
+    } else {
       d.gpu(r.src_gpu).vram->read(s.src, bounce);
       d.gpu(r.dst_gpu).vram->write(s.dst, bounce);
     }
@@ -105,8 +109,12 @@ CUresult issue(copy_kind kind, CUdeviceptr dst_va, void* host_dst, CUdeviceptr s
   r.src_sync_memops = sa && sa->sync_memops;
   r.dst_sync_memops = da && da->sync_memops;
   r.ctx_sync_memops = c->flags & CU_CTX_SYNC_MEMOPS;
-  r.host_pinned =
-      (host_src && pinned_range(host_src, bytes)) || (host_dst && pinned_range(host_dst, bytes));
+  // The block holding the host side's first byte decides: a copy that starts in page-locked
+  // memory must end there (driver 580 refuses it before copying anything), one that starts in
+  // pageable memory is pageable, whatever it runs into.
+  const void* host = host_src ? host_src : host_dst;
+  if (host && pinned_range(host, 1) && !pinned_range(host, bytes)) return CUDA_ERROR_INVALID_VALUE;
+  r.host_pinned = host && pinned_range(host, bytes);
   // Pageable host memory is staged: a copy into it completes before the call returns, one
   // out of it returns once staged. A copy engine reaches pinned memory itself: synchronous
   // copies complete on return, asynchronous ones run on.

@@ -40,20 +40,40 @@ struct process_state {
   CUctx_st* current() const { return stack.empty() ? nullptr : stack.back(); }
 };
 
-// Page-locked host memory from cuMemAllocHost: the copy engines reach it directly, so a
+// Page-locked host memory: a block from cuMemHostAlloc / cuMemAllocHost, or the
+// application's own memory registered with cuMemHostRegister. Its pages stay pinned in their
+// frames (kernel::user_memory) while it lives, so the copy engines reach it directly and a
 // synchronous copy from it is complete on return.
 struct pinned_block {
   kernel::pid_t pid = 0;
-  std::unique_ptr<uint8_t[]> bytes;
+  uint64_t start = 0;  // the host pointer
   size_t size = 0;
-  CUctx_st* ctx = nullptr;  // current when it was allocated (none is needed)
+  unsigned int flags = 0;   // CU_MEMHOSTALLOC_* or CU_MEMHOSTREGISTER_* as given
+  bool registered = false;  // cuMemHostRegister: the memory is the application's
+  CUctx_st* ctx = nullptr;  // current when it was made (none is needed)
   uint64_t buffer_id = 0;
+  bool holds(uint64_t p, uint64_t bytes) const {
+    return p >= start && p - start < size && bytes <= size - (p - start);
+  }
+};
+
+// Where libcuda carves page-locked blocks from: memory it gets from the kernel and pins
+// whole, per context. Blocks up to 2 MiB are rounded to 512 bytes and placed first fit in the
+// context's 2 MiB chunks; a bigger one gets a chunk of its own (what the probe saw of driver
+// 580: small blocks packed at 512-byte steps, 64 KiB ones side by side, addresses reused).
+// A chunk goes back to the kernel when its last block is freed, or with its context.
+struct host_chunk {
+  kernel::pid_t pid = 0;
+  const CUctx_st* ctx = nullptr;
+  uint64_t start = 0, size = 0;
+  std::map<uint64_t, uint64_t> used;  // offset -> bytes
 };
 
 // The CUDA user space of one simulated OS's processes (kernel::os owns it).
 struct state {
   std::map<kernel::pid_t, process_state> processes;
   std::vector<pinned_block> pinned;  // live blocks
+  std::vector<host_chunk> host_chunks;
   std::vector<std::unique_ptr<CUctx_st>> contexts;
   std::vector<std::unique_ptr<CUstream_st>> streams;
 };
@@ -80,6 +100,11 @@ const pinned_block* pinned_range(const void* p, size_t bytes);
 // answers: tests/data/cuda_probe).
 CUresult pinned_attribute(const pinned_block& b, CUpointer_attribute attr, void* data,
                           CUdeviceptr ptr);
+// Unpins a page-locked block, and frees it unless it was registered (the caller drops it from
+// the list).
+void drop_block(const pinned_block& b);
+// cuCtxDestroy: the context's blocks are freed and its registrations dropped.
+void drop_host_memory_of(const CUctx_st* ctx);
 // What kernels on GPU `ordinal` see of RDMA writes, or nullptr when that is not modelled.
 gpu::rdma_visibility* visibility_of(int ordinal);
 // A CPU-initiated work submission or synchronization on GPU `ordinal`: every RDMA write landed

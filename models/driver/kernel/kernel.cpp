@@ -21,6 +21,11 @@ void os::set_copy_executor(cuda::copy_executor* e) {
   m_copies = e ? e : m_instant.get();
 }
 
+int os::numa_node(pid_t pid) const {
+  auto it = m_nodes.find(pid);
+  return it == m_nodes.end() ? 0 : it->second;
+}
+
 os* bound_os() {
   return g_bound;
 }

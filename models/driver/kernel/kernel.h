@@ -7,8 +7,11 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+
+#include "models/driver/kernel/user_memory.h"
 
 #ifndef ENOTSUPP
 #define ENOTSUPP 524  // kernel-internal "operation not supported" (include/linux/errno.h)
@@ -38,8 +41,6 @@ struct pci_dev {
 
 namespace p2psim::kernel {
 
-using pid_t = int;
-
 // One simulated machine's operating system: `current`, the NVIDIA driver loaded into its
 // kernel, and the user space its processes share the driver through (libcuda's state per
 // process, and where CUDA copies are carried out). Whoever builds a simulation makes one over
@@ -62,11 +63,18 @@ class os {
   // Where CUDA copies go: the executor set, else at once on the GPUs' VRAM.
   cuda::copy_executor& copies() { return *m_copies; }
   void set_copy_executor(cuda::copy_executor* e);  // nullptr: the instant one. Not owned.
+  // Its processes' memory: blocks, the frames behind them, pins.
+  user_memory& memory() { return m_memory; }
+  // The NUMA node a process's memory is allocated on (numactl --membind); 0 unless set.
+  int numa_node(pid_t pid) const;
+  void set_numa_node(pid_t pid, int node) { m_nodes[pid] = node; }
 
  private:
   friend class as_process;
   nv::nvidia_driver& m_nvidia;
   pid_t m_current = 0;
+  user_memory m_memory;  // before the CUDA state, whose pinned blocks it holds
+  std::map<pid_t, int> m_nodes;
   std::unique_ptr<cuda::detail::state> m_cuda;
   std::unique_ptr<cuda::instant_copy_executor> m_instant;
   cuda::copy_executor* m_copies;
