@@ -46,6 +46,11 @@ std::pair<const host_frames::node*, uint64_t> host_frames::holding(uint64_t bus,
   throw std::logic_error("host_frames: an address in no socket's memory");
 }
 
+std::pair<memory::backing_store*, uint64_t> host_frames::locate(uint64_t bus) const {
+  auto [n, offset] = holding(bus, 1);
+  return {&n->rc->memory(), offset};
+}
+
 void host_frames::free(uint64_t bus, uint64_t bytes) {
   auto [n, offset] = holding(bus, bytes);
   const_cast<node*>(n)->taken.erase(offset);

@@ -31,6 +31,8 @@ class host_frames final : public kernel::physical_memory {
 
   // The taken ranges of a socket's memory, by offset, with their lengths.
   std::map<uint64_t, uint64_t>& taken(const root_complex::root_complex& rc);
+  // The store and offset of the byte at `bus`.
+  std::pair<memory::backing_store*, uint64_t> locate(uint64_t bus) const;
   // The NUMA node of socket `name`, or -1.
   int node_of(const std::string& name) const;
 

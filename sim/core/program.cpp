@@ -36,6 +36,9 @@ std::set<std::string> all_calls() {
                                  "cuCtxEnablePeerAccess",
                                  "cuCtxDisablePeerAccess"};
   calls.insert(detail::api_calls().begin(), detail::api_calls().end());
+  for (const char* c : {"malloc", "free", "cuMemHostAlloc", "cuMemAllocHost", "cuMemFreeHost",
+                        "cuMemHostRegister", "cuMemHostUnregister"})
+    calls.insert(c);
   return calls;
 }
 
@@ -66,6 +69,11 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
     r.done();
     return s;
   }
+  if (detail::is_host_call(s.call)) {
+    detail::read_host_step(r, s, names);
+    r.done();
+    return s;
+  }
   if (s.call == "dma" && r.has("pin")) {  // through a pin's bus addresses, not the cache
     detail::read_pin_dma(r, s, names);
     r.done();
@@ -75,6 +83,14 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
     s.buffer = r.str("buffer");
     if (!buffers.count(s.buffer))
       r.fail("buffer", "no buffer '" + s.buffer + "' was allocated by an earlier cuMemAlloc");
+  };
+  // The third-party driver's calls take GPU or host memory alike.
+  auto any_buffer = [&] {
+    s.buffer = r.str("buffer");
+    if (!buffers.count(s.buffer) && !names.host_buffers.count(s.buffer))
+      r.fail("buffer", "no buffer '" + s.buffer +
+                           "' was allocated by an earlier cuMemAlloc, malloc, cuMemHostAlloc or "
+                           "cuMemAllocHost");
   };
   if (s.call == "cuCtxCreate" || s.call == "link_down") s.device = r.str("device");
   if (s.call == "cuCtxCreate" && r.has("name")) {
@@ -92,6 +108,8 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
   }
   if (s.call == "cuMemAlloc") {
     s.name = r.str("name");
+    if (names.host_buffers.count(s.name))
+      r.fail("name", "'" + s.name + "' already names a host buffer");
     s.size = r.size("size");
     buffers.insert(s.name);
   }
@@ -114,8 +132,19 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
     s.offset = r.size("offset", 0);
     s.size = r.size("size", 0);  // 0: to the end of the buffer
     s.async = r.boolean("async", false);
-    if (s.call != "cuMemcpyDtoD")
-      s.pinned = r.choice("host", {"pageable", "pinned"}, "pageable") == "pinned";
+    if (s.call != "cuMemcpyDtoD") {
+      const std::string host = r.str("host", "pageable");
+      if (names.host_buffers.count(host)) {
+        s.host_buffer = host;
+        s.host_offset = r.size("host_offset", 0);
+      } else if (host == "pinned") {
+        s.pinned = true;
+      } else if (host != "pageable") {
+        r.fail("host", "'" + host +
+                           "' is neither pageable, pinned nor a host buffer of an earlier malloc, "
+                           "cuMemHostAlloc or cuMemAllocHost");
+      }
+    }
     stream();
     if (!s.stream.empty() && !s.async)
       r.fail("stream", "a synchronous cuMemcpy runs on no stream of the caller's: add async: true");
@@ -144,7 +173,7 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
     }
   }
   if (s.call == "register" || s.call == "deregister" || s.call == "dma") {
-    buffer();
+    any_buffer();
     s.offset = r.size("offset", 0);
     s.size = r.size("size", 0);  // 0: to the end of the buffer
   }
@@ -258,6 +287,8 @@ void check_program(const program_spec& p, const topo::topology& t) {
                                 " MiB (its `memory`, " + topo::loc_of(*socket, "memory").str() +
                                 ")");
     }
+    if (!s.socket.empty() && !t.find_socket(s.socket))
+      throw config::error(s.loc, "socket", "no socket '" + s.socket + "' in " + t.file);
     for (const auto& [key, engine] : {std::pair{"peer", s.peer}, {"mapping", s.mapping}})
       if (!engine.empty() && !third_party_initiator(t, engine))
         throw config::error(s.loc, key, "'" + engine + not_peer + t.file);

@@ -89,16 +89,20 @@ struct step_spec {
   std::string name;     // cuMemAlloc: names the buffer; dma, cuMemcpy*: the transfer;
                         // cuCtxCreate (optional): the context
   uint64_t size = 0, offset = 0;
-  bool write = true;    // dma: seen from the DMA device
-  int count = 1;        // dma: repetitions; callbacks: how many must have run
-  double every_ns = 0;  // dma: one repetition starts every this often (0: back to back)
-  bool wait = true;     // dma: wait for it (false: it runs while the program goes on)
-  bool async = false;   // cuMemcpy*: the Async form
-  std::string stream;   // cuMemcpy* Async, cuStreamSynchronize: a cuStreamCreate's
-                        // name ("" = the NULL stream)
-  std::string since;    // a named cuMemcpy*: timed from the call of this earlier one
-  std::string after;    // a named cuMemcpy*: timed from the completion of this earlier one
-  bool pinned = false;  // cuMemcpyHtoD/DtoH: host memory from cuMemAllocHost
+  bool write = true;         // dma: seen from the DMA device
+  int count = 1;             // dma: repetitions; callbacks: how many must have run
+  double every_ns = 0;       // dma: one repetition starts every this often (0: back to back)
+  bool wait = true;          // dma: wait for it (false: it runs while the program goes on)
+  bool async = false;        // cuMemcpy*: the Async form
+  std::string stream;        // cuMemcpy* Async, cuStreamSynchronize: a cuStreamCreate's
+                             // name ("" = the NULL stream)
+  std::string since;         // a named cuMemcpy*: timed from the call of this earlier one
+  std::string after;         // a named cuMemcpy*: timed from the completion of this earlier one
+  bool pinned = false;       // cuMemcpyHtoD/DtoH: host memory from cuMemAllocHost
+  std::string host_buffer;   // cuMemcpyHtoD/DtoH: a named host buffer (`host: NAME`)
+  uint64_t host_offset = 0;  // and where in it
+  std::string socket;        // malloc, cuMemHostAlloc, cuMemAllocHost: whose memory ("" = the
+                             // first socket's)
   bool relaxed_ordering = false;  // dma: attributes of the device's requests
   bool id_based_ordering = false;
   double time_ns = 0;  // sleep
@@ -111,7 +115,7 @@ struct step_spec {
   tokens_spec tokens;                   // get_pages, put_pages
   std::string callback = "free_table";  // get_pages: what its free callback does
   std::string callback_buffer;          // callback get_pages: pins this buffer ("" = its own range)
-  uint32_t flags = 0;                   // the persistent calls
+  uint32_t flags = 0;                   // the persistent calls, cuMemHost{Alloc,Register}
   std::string peer;                     // dma_map / dma_unmap / dma through a pin: a DMA engine
                                         // ("" = the peer_driver's device)
   bool null_peer = false;               // `peer: NULL`

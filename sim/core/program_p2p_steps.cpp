@@ -161,7 +161,7 @@ std::string program_runner::get_pages_step(const step_spec& s, int pid) {
         const auto& res = m_driver.gpu(g);
         if (!std::equal(res.uuid.begin(), res.uuid.end(), table->gpu_uuid)) continue;
         if (auto v = res.bar1->translate(bus - res.bar1_bus_base))
-          frame = {g, *v, nv::gpu_page_bytes};
+          frame = {res.vram, *v, nv::gpu_page_bytes};
       }
       rec->frames.push_back(frame);
     }
@@ -383,7 +383,7 @@ std::string program_runner::pin_dma(const step_spec& s, int pid, size_t index) {
           std::min(s.offset + length, (a / nv::gpu_page_bytes + 1) * nv::gpu_page_bytes) - a;
       const vram_piece& f = p->frames[a / nv::gpu_page_bytes];
       std::vector<uint8_t> vram(n);
-      if (f.length) m_driver.gpu(f.gpu).vram->read(f.vram + a % nv::gpu_page_bytes, vram);
+      if (f.length) f.store->read(f.vram + a % nv::gpu_page_bytes, vram);
       for (uint64_t k = 0; k < n; ++k)
         d.mismatched += !f.length || vram[k] != device[a - s.offset + k] ||
                         (s.write && device[a - s.offset + k] != pattern[a - s.offset + k]);

@@ -14,6 +14,7 @@ namespace p2psim::core::detail {
 struct program_names {
   std::set<std::string> processes;
   std::set<std::string> buffers;        // by cuMemAlloc
+  std::set<std::string> host_buffers;   // by malloc, cuMemHostAlloc, cuMemAllocHost
   std::set<std::string> transfers;      // by dma steps with a name
   std::set<std::string> copies;         // by cuMemcpy steps with a name
   std::set<std::string> streams;        // by cuStreamCreate
@@ -31,6 +32,13 @@ const std::set<std::string>& api_calls();
 void read_api_step(const config::node_reader& r, step_spec& s, program_names& names);
 // A `dma` step through a pin's bus addresses (`pin:` instead of `buffer:`).
 void read_pin_dma(const config::node_reader& r, step_spec& s, program_names& names);
+// The host memory calls: malloc, free, cuMemHostAlloc, cuMemAllocHost, cuMemFreeHost,
+// cuMemHostRegister, cuMemHostUnregister (program_read_host.cpp).
+bool is_host_call(const std::string& call);
+void read_host_step(const config::node_reader& r, step_spec& s, program_names& names);
+// A name a step gives a buffer, a copy, a stream, ...: refused if taken (at `key`).
+void claim_name(const config::node_reader& r, const std::string& key, const std::string& name,
+                const program_names& names);
 // "ok", an errno the nv-p2p API returns (-EINVAL, ...) or a CUresult name: what a step's
 // `expect` may say. Fails at `key` otherwise.
 void check_result_name(const config::node_reader& r, const std::string& key,

@@ -32,7 +32,8 @@ const std::map<std::string, int>& attribute_names() {
       {"RANGE_SIZE", CU_POINTER_ATTRIBUTE_RANGE_SIZE},
       {"MAPPED", CU_POINTER_ATTRIBUTE_MAPPED},
       {"ALLOWED_HANDLE_TYPES", CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES},
-      {"IS_GPU_DIRECT_RDMA_CAPABLE", CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE}};
+      {"IS_GPU_DIRECT_RDMA_CAPABLE", CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE},
+      {"ACCESS_FLAGS", CU_POINTER_ATTRIBUTE_ACCESS_FLAGS}};
   return names;
 }
 
@@ -48,7 +49,7 @@ const std::map<std::string, uint64_t>& value_names() {
   return names;
 }
 
-const char* const errno_names[] = {"-EINVAL", "-ENOMEM", "-EPERM", "-EIO", "-ENOTSUPP"};
+const char* const errno_names[] = {"-EINVAL", "-ENOMEM", "-EPERM", "-EIO", "-ENOTSUPP", "-EFAULT"};
 
 bool is_map(const config::node_reader& r, const std::string& key) {
   return r.has(key) && r.node()[key].IsMap();
@@ -69,8 +70,10 @@ std::string join(const std::set<std::string>& names) {
 
 void need_buffer(const config::node_reader& r, const std::string& key, const std::string& name,
                  const program_names& names) {
-  if (!names.buffers.count(name))
-    r.fail(key, "no buffer '" + name + "' was allocated by an earlier cuMemAlloc");
+  if (!names.buffers.count(name) && !names.host_buffers.count(name))
+    r.fail(key, "no buffer '" + name +
+                    "' was allocated by an earlier cuMemAlloc, malloc, cuMemHostAlloc or "
+                    "cuMemAllocHost");
 }
 
 // `pin: NAME` of an earlier get_pages, or `pin: NULL` where NULL is allowed.

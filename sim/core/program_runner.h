@@ -46,7 +46,8 @@ class program_runner : public sc_core::sc_module {
   struct buffer {
     uint64_t va = 0, size = 0;
     int pid = 0;
-    bool live = true;  // false once freed: calls on it still go to the API (and fail there)
+    bool live = true;   // false once freed: calls on it still go to the API (and fail there)
+    bool host = false;  // host memory (malloc, cuMemHostAlloc): va is its address
   };
   // One GPU's BAR1 at its peak use: what the pins asked for, what their 64 KiB pages add up
   // to, and what BAR1 maps (less, when pins share pages: guide 4.7).
@@ -75,6 +76,8 @@ class program_runner : public sc_core::sc_module {
   std::string cuda_step(const step_spec& s, int pid);
   std::string dma(const step_spec& s, int pid, size_t result_index);
   std::string memcpy_step(const step_spec& s);
+  std::string host_step(const step_spec& s, int pid);  // program_host_steps.cpp
+  int node_of(const step_spec& s) const;               // the NUMA node of its `socket`
   CUstream stream_of(const step_spec& s) const;
   // A cuMemcpyDtoH's bytes against what the program had copied into the buffer.
   struct host_check {
@@ -84,13 +87,15 @@ class program_runner : public sc_core::sc_module {
   };
   void check_host_bytes(const host_check& c);
   void note_dma_errors(const dma_result& d);  // lost, refused, ... bytes: errors of the run
-  uint64_t verify(const buffer& b, uint64_t offset, uint64_t length, uint64_t local, bool write);
-  // Where a buffer's bytes live in VRAM, page piece by page piece (kept across a free).
+  // Where a buffer's bytes live: VRAM page by page, or the frames of host memory (kept across a
+  // free: the pages a DMA started on).
   struct vram_piece {
-    int gpu = 0;
-    uint64_t vram = 0, length = 0;
+    memory::backing_store* store = nullptr;  // a GPU's VRAM or a socket's memory
+    uint64_t vram = 0, length = 0;           // offset in `store`
   };
-  std::vector<vram_piece> vram_pieces(const buffer& b, uint64_t offset, uint64_t length) const;
+  std::vector<vram_piece> vram_pieces(const buffer& b, uint64_t offset, uint64_t length);
+  // Bytes of the pieces that differ from the engine's local memory from `local` on.
+  uint64_t verify(const std::vector<vram_piece>& where, uint64_t length, uint64_t local);
 
   // ---- the driver API called directly (program_p2p_steps.cpp) ----
   // A pin a get_pages step named: what the call handed out, kept as the program got it. The

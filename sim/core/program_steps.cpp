@@ -36,6 +36,8 @@ std::string errno_name(int r) {
       return "-EIO";
     case ENOTSUPP:
       return "-ENOTSUPP";
+    case EFAULT:
+      return "-EFAULT";
   }
   return std::to_string(r);
 }
@@ -125,7 +127,11 @@ std::string program_runner::memcpy_step(const step_spec& s) {
   // the socket of the buffer's GPU, as a process bound near its GPU allocates.
   std::vector<uint8_t> pageable;
   uint8_t* host = nullptr;
-  if (s.call != "cuMemcpyDtoD") {
+  auto named_host = m_buffers.find(s.host_buffer);
+  if (!s.host_buffer.empty()) {  // a host buffer of the program's: what it holds now
+    if (named_host == m_buffers.end()) return step_result(CUDA_ERROR_INVALID_VALUE);
+    host = reinterpret_cast<uint8_t*>(uintptr_t(named_host->second.va + s.host_offset));
+  } else if (s.call != "cuMemcpyDtoD") {
     if (s.pinned) {
       void* p = nullptr;
       const int pid = kernel::current_pid();
@@ -143,11 +149,17 @@ std::string program_runner::memcpy_step(const step_spec& s) {
     }
   }
   if (s.call == "cuMemcpyHtoD") {
-    const std::vector<uint8_t> bytes = pattern_bytes(m_seed + m_steps.size(), len);
-    m_os.memory().write(host, bytes);
+    std::vector<uint8_t> bytes = pattern_bytes(m_seed + m_steps.size(), len);
+    if (s.host_buffer.empty())
+      m_os.memory().write(host, bytes);
+    else if (named_host->second.live)
+      m_os.memory().read(host, bytes);  // what a DMA or an earlier copy put there
+    else
+      bytes.clear();  // freed: the call fails
     CUresult r = s.async ? cuMemcpyHtoDAsync(b.va + s.offset, host, len, stream_of(s))
                          : cuMemcpyHtoD(b.va + s.offset, host, len);
-    if (r == CUDA_SUCCESS) std::copy(bytes.begin(), bytes.end(), image.begin() + s.offset);
+    if (r == CUDA_SUCCESS && bytes.size() == len)
+      std::copy(bytes.begin(), bytes.end(), image.begin() + s.offset);
     return note_copy(r);
   }
   if (s.call == "cuMemcpyDtoH") {
@@ -156,7 +168,12 @@ std::string program_runner::memcpy_step(const step_spec& s) {
     if (r != CUDA_SUCCESS) return note_copy(r);
     host_check check{s.loc.str(), s.buffer, host, {}};
     check.expected.assign(image.begin() + s.offset, image.begin() + s.offset + len);
-    if (s.pinned && s.async)
+    if (!s.host_buffer.empty()) {  // what the host buffer holds from now on
+      auto& held = m_images[s.host_buffer];
+      held.resize(std::max<uint64_t>(held.size(), named_host->second.size));
+      std::copy(check.expected.begin(), check.expected.end(), held.begin() + s.host_offset);
+    }
+    if ((s.pinned || !s.host_buffer.empty()) && s.async)
       m_pending_checks.push_back(std::move(check));  // checked once the copies are done
     else
       check_host_bytes(check);
@@ -212,13 +229,24 @@ std::vector<bandwidth_result> program_runner::copy_results() const {
 
 std::vector<program_runner::vram_piece> program_runner::vram_pieces(const buffer& b,
                                                                     uint64_t offset,
-                                                                    uint64_t length) const {
+                                                                    uint64_t length) {
   std::vector<vram_piece> out;
+  if (b.host) {  // the frames the kernel keeps the pages in
+    const void* p = reinterpret_cast<const void*>(uintptr_t(b.va + offset));
+    std::vector<kernel::bus_run> runs;
+    if (m_os.memory().pin(b.pid, p, length, runs) != 0) return out;
+    for (const auto& r : runs) {
+      auto [store, at] = m_frames.locate(r.bus);
+      out.push_back({store, at, r.bytes});
+    }
+    m_os.memory().unpin(p, length);
+    return out;
+  }
   for (uint64_t i = 0; i < length;) {
     auto where = m_driver.vram_of(b.pid, b.va + offset + i);
     uint64_t n =
         std::min(length - i, nv::gpu_page_bytes - (b.va + offset + i) % nv::gpu_page_bytes);
-    if (where) out.push_back({where->first, where->second, n});
+    if (where) out.push_back({m_driver.gpu(where->first).vram, where->second, n});
     i += n;
   }
   return out;
@@ -228,12 +256,12 @@ void program_runner::write_gpu(const std::vector<vram_piece>& where,
                                const std::vector<uint8_t>& bytes) {
   uint64_t at = 0;
   for (const auto& p : where) {
-    m_driver.gpu(p.gpu).vram->write(p.vram, std::span(bytes.data() + at, p.length));
+    p.store->write(p.vram, std::span(bytes.data() + at, p.length));
     at += p.length;
   }
 }
 
-// The integrity rule (integrity.h) for a write that did not all land, on the VRAM pieces the
+// The integrity rule (integrity.h) for a write that did not all land, on the pieces the
 // buffer had when the DMA started: it holds after a free too.
 uint64_t program_runner::escaped_bytes(const std::vector<vram_piece>& where,
                                        const std::vector<uint8_t>& now,
@@ -241,29 +269,26 @@ uint64_t program_runner::escaped_bytes(const std::vector<vram_piece>& where,
   std::vector<uint8_t> memory;
   for (const auto& p : where) {
     std::vector<uint8_t> got(p.length);
-    m_driver.gpu(p.gpu).vram->read(p.vram, got);
+    p.store->read(p.vram, got);
     memory.insert(memory.end(), got.begin(), got.end());
   }
   return core::escaped_bytes(memory, std::span(now).first(memory.size()),
                              std::span(before).first(memory.size()), landed);
 }
 
-// Bytes of the GPU buffer that differ from the engine's local memory (pages are scattered
-// in VRAM: each is found through the driver's VA map).
-uint64_t program_runner::verify(const buffer& b, uint64_t offset, uint64_t length, uint64_t local,
-                                bool) {
-  uint64_t bad = 0;
-  for (uint64_t i = 0; i < length;) {
-    auto where = m_driver.vram_of(b.pid, b.va + offset + i);
-    uint64_t n =
-        std::min(length - i, nv::gpu_page_bytes - (b.va + offset + i) % nv::gpu_page_bytes);
-    std::vector<uint8_t> gpu(n), dev(n);
-    if (where) m_driver.gpu(where->first).vram->read(where->second, gpu);
-    m_engine->local_memory().read(local + i, dev);
-    for (uint64_t k = 0; k < n; ++k) bad += gpu[k] != dev[k];
-    i += n;
+// Bytes of the buffer that differ from the engine's local memory, piece by piece where they
+// were when the DMA started (GPU pages are scattered in VRAM).
+uint64_t program_runner::verify(const std::vector<vram_piece>& where, uint64_t length,
+                                uint64_t local) {
+  uint64_t bad = 0, at = 0;
+  for (const auto& p : where) {
+    std::vector<uint8_t> mem(p.length), dev(p.length);
+    p.store->read(p.vram, mem);
+    m_engine->local_memory().read(local + at, dev);
+    for (uint64_t k = 0; k < p.length; ++k) bad += mem[k] != dev[k];
+    at += p.length;
   }
-  return bad;
+  return bad + (length - at);  // bytes with no memory behind them
 }
 
 std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
@@ -348,7 +373,7 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
       for (uint64_t i = 0; i < len; ++i) d.stale += got[i] != image[s.offset + i];
     }
     if (log[id].undelivered_bytes() == 0 && m_buffers.at(s.buffer).live) {
-      d.mismatched += verify(b, s.offset, len, local, s.write);
+      d.mismatched += verify(where, len, local);
       if (s.write) {  // what the buffer now holds, for later cuMemcpyDtoH checks
         auto& image = m_images[s.buffer];
         image.resize(std::max<uint64_t>(image.size(), b.size));
@@ -402,12 +427,14 @@ json program_runner::results() const {
       const auto& c = cache->stats();
       r.hits += c.hits, r.misses += c.misses, r.evictions += c.evictions;
       r.enomem_retries += c.enomem_retries, r.tag_invalidations += c.tag_invalidations;
+      r.host_pins += c.host_pins;
     }
     j["regcache"] = {{"hits", r.hits},
                      {"misses", r.misses},
                      {"evictions", r.evictions},
                      {"enomem_retries", r.enomem_retries},
                      {"tag_invalidations", r.tag_invalidations},
+                     {"host_pins", r.host_pins},
                      {"peak_pinned_bytes", m_peak_cached_bytes},
                      {"processes", m_caches.size()}};
     const auto& k = m_kmd->stats();

@@ -95,9 +95,10 @@ void print_program(std::ostream& os, const nlohmann::json& p) {
     const auto& c = p["regcache"];
     os << fmt::format(
         "    registration cache: {} hits, {} misses, {} evictions, {} retries "
-        "after -ENOMEM, {} stale (buffer ID)\n",
+        "after -ENOMEM, {} stale (buffer ID); {} pins of host memory\n",
         c["hits"].get<uint64_t>(), c["misses"].get<uint64_t>(), c["evictions"].get<uint64_t>(),
-        c["enomem_retries"].get<uint64_t>(), c["tag_invalidations"].get<uint64_t>());
+        c["enomem_retries"].get<uint64_t>(), c["tag_invalidations"].get<uint64_t>(),
+        c["host_pins"].get<uint64_t>());
   }
   if (!p["dma"].empty()) {
     os << fmt::format("    {:<14}{:<7}{:>12}{:>12}{:>12}{:>10}{:>10}{:>10}{:>10}\n", "DMA", "op",

@@ -32,7 +32,8 @@ const char* const op_names[] = {"cuCtxCreate",
                                 "kmd unpin",
                                 "regcache acquire",
                                 "regcache release",
-                                "cuCtxEnablePeerAccess/cuCtxDisablePeerAccess"};
+                                "cuCtxEnablePeerAccess/cuCtxDisablePeerAccess",
+                                "cuMemHost*"};
 static_assert(sizeof(op_names) / sizeof(*op_names) == size_t(op::count));
 
 const char* const action_names[] = {"free_table",     "nothing",         "put_self",

@@ -39,6 +39,9 @@ enum class op : uint8_t {
   regcache_release,      // ... done with acquired region a
   ctx_peer_access,       // cuCtxEnablePeerAccess (variant even; 4: flags 1) or
                          // cuCtxDisablePeerAccess (odd) of context a, from the current one
+  host_memory,           // page-locked host memory; variant % 5: cuMemHostAlloc,
+                         // cuMemHostRegister, cuMemHostUnregister, cuMemFreeHost,
+                         // cuMemHostGetFlags (targets and sizes from a, b, c)
   count
 };
 

@@ -11,6 +11,8 @@ namespace p2psim::driver_ref {
 
 namespace {
 
+constexpr uint64_t arena_bytes = 1 << 20;  // each process's pageable memory
+
 test::world_config world_of(const harness_config& c) {
   test::world_config w;
   w.gpus = c.ref.gpus;
@@ -85,6 +87,7 @@ void harness::new_process(process_slot& s) {
   s.cache = std::make_unique<peer::regcache>(*m_kmds[0], peer::regcache_params{});
   kernel::as_process as(s.pid);
   if (cuInit(0) != CUDA_SUCCESS) fail("cuInit failed");
+  s.arena = static_cast<uint8_t*>(kernel::current_os().memory().allocate(s.pid, arena_bytes));
 }
 
 void harness::fail(const std::string& what) const {
@@ -203,6 +206,9 @@ void harness::run(const command& c) {
     case op::regcache_release:
       regcache_release(c);
       break;
+    case op::host_memory:
+      host_memory(c);
+      break;
     case op::count:
       break;
   }
@@ -308,6 +314,110 @@ void harness::ctx_peer_access(const command& c) {
   const char* name = nullptr;
   cuGetErrorName(got, &name);
   ++m_counts[fmt::format("{} {}", call, name ? name : "?")];
+}
+
+// Page-locked host memory, as libcuda 580 answers (docs/driver-model.md, "Checked on real
+// hardware"): the allocating and registering calls and the flags query need a current
+// context, unregistering and freeing need none, and a destroyed context still current is
+// CONTEXT_IS_DESTROYED to all of them. Registrations are exact byte ranges of the process's
+// memory that may not share a byte; a block or a registration ends with its context.
+void harness::host_memory(const command& c) {
+  process_slot& s = slot(c);
+  kernel::as_process as(s.pid);
+  auto& blocks = m_ref.host_blocks();
+  const int top = s.stack.empty() ? -1 : s.stack.back();
+  const bool dead = top >= 0 && !m_ref.context(top).alive;
+  const CUresult context_needed = top < 0 ? CUDA_ERROR_INVALID_CONTEXT
+                                  : dead  ? CUDA_ERROR_CONTEXT_IS_DESTROYED
+                                          : CUDA_SUCCESS;
+  // A pointer to aim at: a block's start or interior, the process's own or another's, or
+  // arena memory no block holds.
+  auto target = [&]() -> uint64_t {
+    if (!blocks.empty() && c.b % 3 != 2) {
+      const ref_host_block& b = blocks[c.a % blocks.size()];
+      return b.start + (c.b % 3 == 1 && b.size > 1 ? 1 + c.c % (b.size - 1) : 0);
+    }
+    return uint64_t(reinterpret_cast<uintptr_t>(s.arena)) + c.c % arena_bytes;
+  };
+  auto holding = [&](uint64_t p) -> ref_host_block* {
+    for (auto& b : blocks)
+      if (b.pid == s.pid && b.holds(p)) return &b;
+    return nullptr;
+  };
+  auto ptr = [](uint64_t p) { return reinterpret_cast<void*>(uintptr_t(p)); };
+  switch (c.variant % 5) {
+    case 0: {  // cuMemHostAlloc
+      const uint64_t size = 1 + c.b % (3 << 20);
+      const unsigned flags = c.c % 9;  // 8: invalid
+      const CUresult want = context_needed ? context_needed
+                            : flags > 7    ? CUDA_ERROR_INVALID_VALUE
+                                           : CUDA_SUCCESS;
+      void* p = nullptr;
+      expect_eq(cuMemHostAlloc(&p, size, flags), want, "cuMemHostAlloc");
+      if (want != CUDA_SUCCESS) break;
+      const uint64_t start = uint64_t(reinterpret_cast<uintptr_t>(p));
+      expect(start % 512 == 0, "cuMemHostAlloc: a block not on a 512-byte step");
+      for (const auto& b : blocks)  // the model's placement must be a legal one
+        expect(!b.alive || start + size <= b.start || b.start + b.size <= start,
+               "cuMemHostAlloc: a block overlapping a live one");
+      blocks.push_back({s.pid, top, start, size, flags, false, true});
+      ++m_counts["cuMemHostAlloc CUDA_SUCCESS"];
+      break;
+    }
+    case 1: {  // cuMemHostRegister: a range of the arena
+      const uint64_t offset = c.b % arena_bytes;
+      const uint64_t size = 1 + c.c % (arena_bytes - offset);
+      const unsigned flags = (c.c >> 20) % 16;
+      const uint64_t start = uint64_t(reinterpret_cast<uintptr_t>(s.arena)) + offset;
+      CUresult want = context_needed;
+      if (!want && (flags & ~0xBu)) want = CUDA_ERROR_INVALID_VALUE;  // IOMEMORY on memory too
+      for (const auto& b : blocks)
+        if (!want && b.alive && b.pid == s.pid && start < b.start + b.size &&
+            b.start < start + size)
+          want =
+              b.registered ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED : CUDA_ERROR_INVALID_VALUE;
+      expect_eq(cuMemHostRegister(ptr(start), size, flags), want, "cuMemHostRegister");
+      if (want == CUDA_SUCCESS) blocks.push_back({s.pid, top, start, size, flags, true, true});
+      ++m_counts[fmt::format("cuMemHostRegister {}", int(want))];
+      break;
+    }
+    case 2: {  // cuMemHostUnregister
+      const uint64_t p = target();
+      ref_host_block* b = holding(p);
+      const CUresult want = dead ? CUDA_ERROR_CONTEXT_IS_DESTROYED
+                            : !b ? CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED
+                            : !b->registered || b->start != p ? CUDA_ERROR_INVALID_VALUE
+                                                              : CUDA_SUCCESS;
+      expect_eq(cuMemHostUnregister(ptr(p)), want, "cuMemHostUnregister");
+      if (want == CUDA_SUCCESS) b->alive = false;
+      ++m_counts[fmt::format("cuMemHostUnregister {}", int(want))];
+      break;
+    }
+    case 3: {  // cuMemFreeHost
+      const uint64_t p = target();
+      ref_host_block* b = holding(p);
+      const CUresult want = dead                                   ? CUDA_ERROR_CONTEXT_IS_DESTROYED
+                            : !b || b->registered || b->start != p ? CUDA_ERROR_INVALID_VALUE
+                                                                   : CUDA_SUCCESS;
+      expect_eq(cuMemFreeHost(ptr(p)), want, "cuMemFreeHost");
+      if (want == CUDA_SUCCESS) b->alive = false;
+      ++m_counts[fmt::format("cuMemFreeHost {}", int(want))];
+      break;
+    }
+    default: {  // cuMemHostGetFlags: DEVICEMAP always, WRITECOMBINED of blocks, PORTABLE of
+                // registrations
+      const uint64_t p = target();
+      const ref_host_block* b = holding(p);
+      const CUresult want = context_needed ? context_needed
+                            : b            ? CUDA_SUCCESS
+                                           : CUDA_ERROR_INVALID_VALUE;
+      unsigned got = 0;
+      expect_eq(cuMemHostGetFlags(&got, ptr(p)), want, "cuMemHostGetFlags");
+      if (want == CUDA_SUCCESS)
+        expect_eq(got, 2u | (b->flags & (b->registered ? 1u : 4u)), "cuMemHostGetFlags' flags");
+      break;
+    }
+  }
 }
 
 // Which GPU may reach which: the first two each other, any others nobody, so that refusals

@@ -75,6 +75,7 @@ class harness {
     std::vector<int> stack;  // the context stack (the reference's indexes); the top is current
     std::unique_ptr<peer::regcache> cache;
     std::vector<int> acquired;  // regions handed out by the cache, not yet released
+    uint8_t* arena = nullptr;   // pageable memory of its own, for cuMemHostRegister
   };
   struct callback_data {
     harness* h;
@@ -118,6 +119,7 @@ class harness {
   void kmd_unpin(const command& c);
   void regcache_acquire(const command& c);
   void regcache_release(const command& c);
+  void host_memory(const command& c);
 
   // Frees through the models while the reference's script of callbacks is followed.
   template <typename F>

@@ -50,6 +50,7 @@ rc::Gen<op> gen_op(bool contexts_first) {
       {3, op::regcache_acquire},
       {2, op::regcache_release},
       {5 * k * k, op::ctx_peer_access},
+      {4 * k, op::host_memory},
   });
 }
 

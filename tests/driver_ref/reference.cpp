@@ -49,6 +49,8 @@ std::vector<expected_callback> reference::destroy_context(int ctx) {
   auto out =
       free_all(m_contexts.at(ctx).pid, [&](const ref_allocation& a) { return a.ctx == ctx; });
   m_contexts[ctx].alive = false;
+  for (auto& b : m_host)
+    if (b.ctx == ctx) b.alive = false;
   return out;
 }
 
@@ -56,6 +58,8 @@ std::vector<expected_callback> reference::process_exit(int pid) {
   auto out = free_all(pid, [](const ref_allocation&) { return true; });
   for (auto& c : m_contexts)
     if (c.pid == pid) c.alive = false;
+  for (auto& b : m_host)
+    if (b.pid == pid) b.alive = false;
   return out;
 }
 

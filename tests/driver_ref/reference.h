@@ -64,6 +64,17 @@ struct ref_page {  // a VA page in use
   int allocations = 0;  // 0 while its last allocation is being freed
 };
 
+// Page-locked host memory (docs/driver-model.md, "Checked on real hardware": libcuda 580 on an
+// H200, `probe --host`): a cuMemHostAlloc block or a cuMemHostRegister range, exact in bytes.
+struct ref_host_block {
+  int pid = 0, ctx = 0;
+  uint64_t start = 0, size = 0;
+  unsigned flags = 0;  // as passed
+  bool registered = false;
+  bool alive = true;
+  bool holds(uint64_t p) const { return alive && p >= start && p - start < size; }
+};
+
 enum class pin_state { live, in_callback, ended };
 
 struct ref_pin {
@@ -107,6 +118,9 @@ class reference {
   std::vector<expected_callback> process_exit(int pid);
   int context_of_tokens(uint64_t p2p, uint32_t va_space) const;  // -1: no live context
   std::string learn_tokens(int ctx, uint64_t p2p, uint32_t va_space);
+
+  // ---- page-locked host memory: the blocks the calls made; a context's end ends its own ----
+  std::vector<ref_host_block>& host_blocks() { return m_host; }
 
   // ---- allocations ----
   // May cuMemAlloc of `size` in `ctx` fail with out-of-memory? (Only when no placement of it
@@ -180,6 +194,7 @@ class reference {
   std::vector<std::vector<int>> m_frame_holds;   // gpu -> frame -> pins holding it
   std::map<uint64_t, int> m_buffer_ids;          // every BUFFER_ID seen -> its allocation
   std::vector<std::vector<uint8_t>> m_vram;
+  std::vector<ref_host_block> m_host;
 };
 
 }  // namespace p2psim::driver_ref

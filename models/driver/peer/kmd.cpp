@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "models/driver/kernel/kernel.h"
+#include "models/iommu/iommu.h"
 
 namespace p2psim::peer {
 
@@ -48,6 +49,47 @@ int kmd::pin(uint64_t address, uint64_t size, kmd_region** out) {
   return 0;
 }
 
+int kmd::pin_host(uint64_t address, uint64_t size, kmd_region** out) {
+  if (!size || !out || size > ~uint64_t(0) - address) return -EINVAL;
+  auto& memory = kernel::current_os().memory();
+  const void* p = reinterpret_cast<const void*>(uintptr_t(address));
+  auto r = std::make_unique<kmd_region>();
+  r->va = address;
+  r->size = r->requested = size;
+  r->owner = this;
+  r->pid = kernel::current_pid();
+  r->id = m_next_id++;
+  r->host = true;
+  std::vector<kernel::bus_run> runs;
+  int ret = memory.pin(r->pid, p, size, runs);
+  iommu::iommu_domain* domain = m_device ? m_device->iommu : nullptr;
+  const bool translate = domain && domain->mode() == iommu::iommu_mode::translating;
+  for (const auto& run : runs) {
+    if (ret) break;
+    if (!translate) {
+      r->device_runs.push_back(run);
+      continue;
+    }
+    auto iova = domain->map(run.bus, run.bytes);  // dma_map_page, both directions
+    if (!iova) {
+      ret = -ENOMEM;
+      break;
+    }
+    r->iommu_maps.push_back({*iova, run.bytes});
+    r->device_runs.push_back({*iova, run.bytes});
+  }
+  if (ret) {
+    for (const auto& m : r->iommu_maps) domain->unmap(m.bus, m.bytes);
+    if (!runs.empty()) memory.unpin(p, size);
+    ++m_stats.pin_failures;
+    return ret;
+  }
+  ++m_stats.pins;
+  *out = r.get();
+  m_regions.push_back(std::move(r));
+  return 0;
+}
+
 int kmd::unpin(kmd_region* r) {
   // The pointer is only compared until it is known to be one of ours: a stale one must not be
   // read.
@@ -59,6 +101,13 @@ int kmd::unpin(kmd_region* r) {
   // nothing (guide 6.3), and forget a region that is still pinned.
   if (r->pid != kernel::current_pid()) return -EINVAL;
   if (r->invalidated) return -EINVAL;  // revoked: its page table is gone (6.4); see forget()
+  if (r->host) {
+    for (const auto& m : r->iommu_maps) m_device->iommu->unmap(m.bus, m.bytes);
+    kernel::current_os().memory().unpin(reinterpret_cast<const void*>(uintptr_t(r->va)), r->size);
+    ++m_stats.unpins;
+    m_regions.erase(it);
+    return 0;
+  }
   if (r->dma_mapping) nvidia_p2p_dma_unmap_pages(m_device, r->page_table, r->dma_mapping);
   int ret = nvidia_p2p_put_pages(0, 0, r->va, r->page_table);
   if (ret == 0) {
@@ -88,6 +137,22 @@ int kmd::dma_segments(const kmd_region& r, uint64_t address, uint64_t length, ui
   if (r.invalidated || !length || address < r.va || address - r.va > r.size ||
       length > r.size - (address - r.va))
     return -EINVAL;
+  if (r.host) {  // the device's runs, from va on
+    uint64_t skip = address - r.va;
+    for (const auto& run : r.device_runs) {
+      if (skip >= run.bytes) {
+        skip -= run.bytes;
+        continue;
+      }
+      const uint64_t n = std::min(run.bytes - skip, length);
+      out.push_back({run.bus + skip, n, local_offset});
+      local_offset += n;
+      length -= n;
+      skip = 0;
+      if (!length) break;
+    }
+    return 0;
+  }
   const uint64_t page = gpu_bound_size;  // the page table's 64 KiB pages
   uint64_t a = address, end = address + length;
   while (a < end) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/driver/kernel/user_memory.h"
 #include "models/driver/nvidia/nv-p2p.h"
 
 namespace p2psim::peer {
@@ -39,6 +40,13 @@ struct kmd_region {
   kmd* owner = nullptr;
   int pid = 0;      // the process that pinned it: only it unpins it
   uint64_t id = 0;  // unique for the kernel driver's life: a handle user space can keep
+  // CPU memory (guide chapter 2): pinned by the kernel (pin_user_pages), not by nv-p2p, and
+  // mapped for the device (dma_map_page: I/O virtual addresses behind a translating IOMMU).
+  // No page table, and never revoked: the pages stay until unpinned, even if the process
+  // frees its memory meanwhile.
+  bool host = false;
+  std::vector<kernel::bus_run> device_runs;  // the device's addresses of [va, va + size)
+  std::vector<kernel::bus_run> iommu_maps;   // IOVA ranges to unmap
 };
 
 struct kmd_stats {
@@ -55,6 +63,11 @@ class kmd {
   // The guide's kmd_pin_memory: rounds [address, address + size) out to 64 KiB and pins it.
   // 0 or the -errno of nvidia_p2p_get_pages / _dma_map_pages; -EINVAL for size 0.
   int pin(uint64_t address, uint64_t size, kmd_region** out);
+  // Chapter 2's path for CPU memory: the kernel pins the pages holding [address, address +
+  // size) of the calling process (its 4 KiB pages, not 64 KiB) and the driver maps them for
+  // its device. 0, -EINVAL (size 0), -EFAULT (not the process's memory), -ENOMEM (no I/O
+  // address space left).
+  int pin_host(uint64_t address, uint64_t size, kmd_region** out);
   // The guide's unpin_memory (6.3). -EINVAL for a region that is not (or no longer) this
   // driver's, or another process's, or that was revoked meanwhile (its page table is already
   // gone and must not be used: forget() drops it).

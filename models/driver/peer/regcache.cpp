@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/driver/cuda/cuda.h"
+#include "models/driver/kernel/kernel.h"
 
 namespace p2psim::peer {
 
@@ -47,6 +48,14 @@ bool regcache::evict_one() {
 
 int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
   if (!out || !size || size > ~uint64_t(0) - address) return -EINVAL;
+  if (host_memory(address, size)) {
+    const int ret = m_kmd.pin_host(address, size, out);
+    if (ret == 0) {
+      m_host.push_back(*out);
+      ++m_stats.host_pins;
+    }
+    return ret;
+  }
   for (auto it = m_entries.begin(); it != m_entries.end(); ++it) {
     if (address < it->pointer || address - it->pointer + size > it->size) continue;
     if (!still_valid(*it)) {  // freed or reallocated since: invalidate, then re-pin (6.5)
@@ -101,7 +110,23 @@ int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
   return 0;
 }
 
+// Page-locked memory (CUDA says so), or memory the kernel gave the calling process.
+bool regcache::host_memory(uint64_t address, uint64_t size) {
+  unsigned int type = 0;
+  if (cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address) == CUDA_SUCCESS)
+    return type == CU_MEMORYTYPE_HOST;
+  return kernel::current_os()
+      .memory()
+      .block_of(kernel::current_pid(), reinterpret_cast<const void*>(uintptr_t(address)), size)
+      .has_value();
+}
+
 void regcache::release(kmd_region* r) {
+  if (auto h = std::find(m_host.begin(), m_host.end(), r); h != m_host.end()) {
+    m_host.erase(h);
+    m_kmd.unpin(r);
+    return;
+  }
   auto it = std::find_if(m_entries.begin(), m_entries.end(),
                          [&](const entry& e) { return e.region == r; });
   if (it == m_entries.end()) return;  // revoked meanwhile

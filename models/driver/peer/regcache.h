@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <list>
 #include <string>
+#include <vector>
 
 #include "models/driver/peer/kmd.h"
 
@@ -34,6 +35,7 @@ struct regcache_stats {
   uint64_t hits = 0, misses = 0, evictions = 0, enomem_retries = 0;
   uint64_t tag_invalidations = 0;  // entries found stale by the buffer-ID check
   uint64_t pinned_bytes = 0, peak_pinned_bytes = 0;
+  uint64_t host_pins = 0;  // CPU memory pinned for one use (chapter 2's path)
 };
 
 class regcache {
@@ -42,7 +44,11 @@ class regcache {
 
   // A pinned region covering [address, address + size), from the cache or freshly pinned.
   // 0, or a -errno (-EINVAL for memory that is not a live GPU allocation, -ENOMEM when
-  // nothing more can be evicted).
+  // nothing more can be evicted). CPU memory (guide chapter 3: the library tells the two apart
+  // by the pointer's memory type) takes chapter 2's path: page-locked memory, or memory the
+  // kernel gave the process, is pinned by the kernel for this use alone and unpinned by
+  // release(), never cached: no buffer ID would tell a freed and reallocated host buffer
+  // from the old one.
   int acquire(uint64_t address, uint64_t size, kmd_region** out);
   // Done with it: stays pinned (lazy unpinning) unless the cache is disabled.
   void release(kmd_region* r);
@@ -58,14 +64,16 @@ class regcache {
     uint64_t size_pinned = 0;  // the region's 64 KiB-rounded size
     int users = 0;
   };
+  static bool host_memory(uint64_t address, uint64_t size);
   bool still_valid(const entry& e) const;
   void drop(std::list<entry>::iterator it);  // unpins it, or forgets it if revoked
   bool evict_one();
 
   kmd& m_kmd;
   regcache_params m_params;
-  std::list<entry> m_entries;  // the next to evict last: most recently used (LRU) or
-                               // pinned (FIFO) first
+  std::vector<kmd_region*> m_host;  // CPU regions acquired and not yet released
+  std::list<entry> m_entries;       // the next to evict last: most recently used (LRU) or
+                                    // pinned (FIFO) first
   regcache_stats m_stats;
 };
 
