@@ -90,20 +90,28 @@ void compare(const std::vector<std::string>& real, const std::vector<std::string
   CHECK(differences == 0);
 }
 
+// Runs a probe sequence on the model (its '#' lines left out, as the transcript's are) and
+// compares it with the recorded transcript `file`, which must hold more than `min_lines`
+// lines and end where the sequence ends: the comparison is not vacuous.
+void check_transcript(void (*sequence)(const std::function<void(const std::string&)>&),
+                      const std::string& file, size_t min_lines) {
+  std::vector<std::string> model;
+  sequence([&](const std::string& s) {
+    if (s.empty() || s[0] != '#') model.push_back(s);
+  });
+  const std::vector<std::string> real = real_transcript(file);
+  compare(real, model);
+  CHECK(real.size() > min_lines);
+  CHECK(real.back() == "== end");
+}
+
 TEST_CASE("CUDA model matches the real driver's transcript (H200, driver 580, CUDA 13)",
           "[cuda][real-driver]") {
   world_config c = gpus(1);
   c.gpu.vram_bytes = 1ull << 30;  // room for the probe's 100 MiB and larger allocations
   c.gpu.name = "NVIDIA H200";
   world w(c);
-  std::vector<std::string> model;
-  cuda_probe::run([&](const std::string& s) { model.push_back(s); });
-  const std::vector<std::string> real = real_transcript("h200_cuda13.txt");
-
-  compare(real, model);
-  // The comparison is not vacuous: the transcript covers every section.
-  CHECK(real.size() > 300);
-  CHECK(real.back() == "== end");
+  check_transcript(cuda_probe::run, "h200_cuda13.txt", 300);
 }
 
 // Peer access between two GPUs (tools/cuda_probe/probe_peer.cpp, `probe --peer`), against two
@@ -118,14 +126,7 @@ TEST_CASE("CUDA model matches the real driver's peer-access transcript (two H200
   world w(c);
   w.driver().set_peer_reachable(0, 1, true);
   w.driver().set_peer_reachable(1, 0, true);
-  std::vector<std::string> model;
-  cuda_probe::run_peer([&](const std::string& s) {
-    if (s.empty() || s[0] != '#') model.push_back(s);
-  });
-  const std::vector<std::string> real = real_transcript("h200x2_cuda13_peer.txt");
-  compare(real, model);
-  CHECK(real.size() > 60);
-  CHECK(real.back() == "== end");
+  check_transcript(cuda_probe::run_peer, "h200x2_cuda13_peer.txt", 60);
 }
 
 // Page-locked and registered host memory (tools/cuda_probe/probe_host.cpp, `probe --host`):
@@ -137,12 +138,5 @@ TEST_CASE("CUDA model matches the real driver's host-memory transcript (H200)",
   c.gpu.vram_bytes = 256ull << 20;
   c.gpu.name = "NVIDIA H200";
   world w(c);
-  std::vector<std::string> model;
-  cuda_probe::run_host([&](const std::string& s) {
-    if (s.empty() || s[0] != '#') model.push_back(s);
-  });
-  const std::vector<std::string> real = real_transcript("h200_cuda13_host.txt");
-  compare(real, model);
-  CHECK(real.size() > 500);
-  CHECK(real.back() == "== end");
+  check_transcript(cuda_probe::run_host, "h200_cuda13_host.txt", 500);
 }

@@ -217,6 +217,12 @@ int main(int argc, char** argv) {
     cuda_probe::run_peer(print);
   else if (argc > 1 && std::strcmp(argv[1], "--host") == 0)
     cuda_probe::run_host(print);
+  else if (argc > 1 && std::strcmp(argv[1], "--vmm") == 0)
+    cuda_probe::run_vmm(print);
+  else if (argc > 1 && std::strcmp(argv[1], "--dmabuf") == 0)
+    cuda_probe::run_dmabuf(print);
+  else if (argc > 1 && std::strcmp(argv[1], "--ipc") == 0)
+    cuda_probe::run_ipc(print);
   else
     cuda_probe::run(print);
   return 0;

@@ -28,6 +28,11 @@ void run(const sink& out);
 void run_peer(const sink& out);
 // Runs the host-memory sequence alone (probe_host.cpp): pinned and registered host memory.
 void run_host(const sink& out);
+// Runs the virtual-memory-management sequence alone (probe_vmm.cpp): reserve, create, map.
+void run_vmm(const sink& out);
+// The dma-buf export and the two-process IPC sequences (probe_dmabuf.cpp).
+void run_dmabuf(const sink& out);
+void run_ipc(const sink& out);
 
 const char* result_name(CUresult r);
 std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
