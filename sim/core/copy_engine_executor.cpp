@@ -206,16 +206,11 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
   m_bytes += r.bytes;
 }
 
-// The kernel keeps the block's pages in their frames (the CUDA driver pinned them); the
-// engine reads or writes them where they are, on whichever socket.
+// The CUDA driver pinned the memory's pages when it was allocated or registered, and kept
+// them: the engine reads or writes those frames where they are, on whichever socket.
 void copy_engine_executor::pinned_copy(const cuda::copy_request& r) {
   const bool to_device = r.kind == cuda::copy_kind::host_to_device;
-  const void* host = to_device ? r.host_src : r.host_dst;
-  std::vector<kernel::bus_run> runs;
-  if (m_memory.pin(r.pid, host, r.bytes, runs) != 0 || runs.size() != 1)
-    throw std::logic_error("a copy from page-locked memory whose frames the kernel cannot pin");
-  engine_dma(to_device ? r.dst_gpu : r.src_gpu, !to_device, runs.front().bus, r, to_device);
-  m_memory.unpin(host, r.bytes);
+  engine_dma(to_device ? r.dst_gpu : r.src_gpu, !to_device, r.host_bus, r, to_device);
 }
 
 // The destination's reserved BAR1 space is cut into windows of 4 MiB (64 pages); a copy takes

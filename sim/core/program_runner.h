@@ -76,6 +76,7 @@ class program_runner : public sc_core::sc_module {
   std::string cuda_step(const step_spec& s, int pid);
   std::string dma(const step_spec& s, int pid, size_t result_index);
   std::string memcpy_step(const step_spec& s);
+  std::vector<uint8_t> held_bytes(const std::string& name, uint64_t offset, uint64_t len) const;
   std::string host_step(const step_spec& s, int pid);  // program_host_steps.cpp
   int node_of(const step_spec& s) const;               // the NUMA node of its `socket`
   CUstream stream_of(const step_spec& s) const;

@@ -102,6 +102,18 @@ CUstream program_runner::stream_of(const step_spec& s) const {
 // Copies through the CUDA API (and so through the GPU's copy engine on the fabric). The
 // program remembers what it copied into each buffer and checks what comes back out: at once
 // for a copy complete on return, after the program for one into pinned memory still running.
+// What the program last put in `len` bytes of host buffer `name` from `offset` (zeros where it
+// put nothing: the kernel's fresh pages).
+std::vector<uint8_t> program_runner::held_bytes(const std::string& name, uint64_t offset,
+                                                uint64_t len) const {
+  std::vector<uint8_t> bytes(len, 0);
+  auto it = m_images.find(name);
+  if (it != m_images.end())
+    for (uint64_t i = 0; i < len && offset + i < it->second.size(); ++i)
+      bytes[i] = it->second[offset + i];
+  return bytes;
+}
+
 std::string program_runner::memcpy_step(const step_spec& s) {
   auto it = m_buffers.find(s.buffer);
   const buffer b = it == m_buffers.end() ? buffer{0, 0, 0, false} : it->second;
@@ -154,12 +166,11 @@ std::string program_runner::memcpy_step(const step_spec& s) {
       m_os.memory().write(host, bytes);
     else if (named_host->second.live)
       m_os.memory().read(host, bytes);  // what a DMA or an earlier copy put there
-    else
-      bytes.clear();  // freed: the call fails
+    else  // freed, but still registered: its pinned pages hold what the program last put there
+      bytes = held_bytes(s.host_buffer, s.host_offset, len);
     CUresult r = s.async ? cuMemcpyHtoDAsync(b.va + s.offset, host, len, stream_of(s))
                          : cuMemcpyHtoD(b.va + s.offset, host, len);
-    if (r == CUDA_SUCCESS && bytes.size() == len)
-      std::copy(bytes.begin(), bytes.end(), image.begin() + s.offset);
+    if (r == CUDA_SUCCESS) std::copy(bytes.begin(), bytes.end(), image.begin() + s.offset);
     return note_copy(r);
   }
   if (s.call == "cuMemcpyDtoH") {
@@ -173,6 +184,8 @@ std::string program_runner::memcpy_step(const step_spec& s) {
       held.resize(std::max<uint64_t>(held.size(), named_host->second.size));
       std::copy(check.expected.begin(), check.expected.end(), held.begin() + s.host_offset);
     }
+    if (!s.host_buffer.empty() && !named_host->second.live)
+      return note_copy(r);  // freed: the program can no longer read what landed there
     if ((s.pinned || !s.host_buffer.empty()) && s.async)
       m_pending_checks.push_back(std::move(check));  // checked once the copies are done
     else

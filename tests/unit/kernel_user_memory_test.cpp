@@ -154,3 +154,18 @@ TEST_CASE("user memory: without a physical memory blocks are heap pages at their
   CHECK(m.unpin(p + 10, 20) == 0);
   CHECK(m.free(1, p));
 }
+
+TEST_CASE("user memory: touching a block given back is an error, not a crash", "[kernel]") {
+  for (bool physical : {true, false}) {
+    INFO((physical ? "frames" : "heap pages"));
+    two_nodes frames;
+    user_memory m;
+    if (physical) m.set_physical(&frames);
+    auto* p = static_cast<uint8_t*>(m.allocate(1, page_bytes));
+    REQUIRE(m.free(1, p));
+    std::vector<uint8_t> out(16);
+    CHECK_THROWS_AS(m.read(p + 8, out), std::runtime_error);  // a SIGSEGV on a real machine
+    CHECK_THROWS_AS(m.write(p, out), std::runtime_error);
+    CHECK(m.allocate(1, page_bytes) != p);  // its addresses are never handed out again
+  }
+}

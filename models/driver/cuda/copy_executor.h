@@ -49,7 +49,11 @@ struct copy_request {
   // or staged. Async copies are never upgraded: SYNC_MEMOPS is about synchronous memory
   // operations only.
   bool complete_on_return = false;
-  bool host_pinned = false;  // the host side is cuMemAllocHost memory
+  bool host_pinned = false;  // the host side is page-locked memory (cuMemHostAlloc, registered)
+  // Then the bus address of its first byte: the pages the driver pinned when the memory was
+  // allocated or registered, which a copy engine reaches even after the application freed the
+  // range it had registered.
+  uint64_t host_bus = 0;
   // Between two GPUs: the context the copy runs in has peer access to a context on the other
   // GPU (cuCtxEnablePeerAccess), so the copy goes over the fabric, GPU to GPU; otherwise the
   // driver stages it through host memory.

@@ -170,7 +170,7 @@ uint64_t place_block(uint64_t bytes) {
     os.memory().free(pid, p);
     return 0;
   }
-  chunks.push_back({pid, ctx, address(p), size, {{0, need}}});
+  chunks.push_back({pid, ctx, address(p), size, runs.front().bus, {{0, need}}});
   return address(p);
 }
 
@@ -182,7 +182,15 @@ void release_chunk(std::vector<host_chunk>::iterator it) {
   global().host_chunks.erase(it);
 }
 
-void add_block(uint64_t start, size_t size, unsigned flags, bool registered) {
+// The bus address of byte `start` of a cuMemHostAlloc block: its chunk's frames.
+uint64_t chunk_bus(uint64_t start) {
+  for (const auto& c : global().host_chunks)
+    if (c.pid == kernel::current_pid() && start >= c.start && start - c.start < c.size)
+      return c.bus + (start - c.start);
+  return 0;
+}
+
+void add_block(uint64_t start, size_t size, unsigned flags, bool registered, uint64_t bus) {
   pinned_block b;
   b.pid = kernel::current_pid();
   b.start = start;
@@ -191,6 +199,7 @@ void add_block(uint64_t start, size_t size, unsigned flags, bool registered) {
   b.registered = registered;
   b.ctx = current_context();
   b.buffer_id = installed_driver()->new_buffer_id();
+  b.bus = bus;
   global().pinned.push_back(b);
 }
 
@@ -243,7 +252,7 @@ CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
   }
   const uint64_t start = place_block(bytesize);
   if (!start) return CUDA_ERROR_OUT_OF_MEMORY;
-  add_block(start, bytesize, Flags, false);
+  add_block(start, bytesize, Flags, false, chunk_bus(start));
   *pp = reinterpret_cast<void*>(uintptr_t(start));
   return CUDA_SUCCESS;
 }
@@ -277,7 +286,7 @@ CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags) {
   std::vector<kernel::bus_run> runs;
   if (kernel::current_os().memory().pin(kernel::current_pid(), p, bytesize, runs) != 0)
     return CUDA_ERROR_INVALID_VALUE;  // not memory of the process's
-  add_block(start, bytesize, Flags, true);
+  add_block(start, bytesize, Flags, true, runs.front().bus);
   return CUDA_SUCCESS;
 }
 

@@ -114,7 +114,10 @@ CUresult issue(copy_kind kind, CUdeviceptr dst_va, void* host_dst, CUdeviceptr s
   // pageable memory is pageable, whatever it runs into.
   const void* host = host_src ? host_src : host_dst;
   if (host && pinned_range(host, 1) && !pinned_range(host, bytes)) return CUDA_ERROR_INVALID_VALUE;
-  r.host_pinned = host && pinned_range(host, bytes);
+  if (const pinned_block* b = host ? pinned_range(host, bytes) : nullptr) {
+    r.host_pinned = true;
+    r.host_bus = b->bus + (uint64_t(reinterpret_cast<uintptr_t>(host)) - b->start);
+  }
   // Pageable host memory is staged: a copy into it completes before the call returns, one
   // out of it returns once staged. A copy engine reaches pinned memory itself: synchronous
   // copies complete on return, asynchronous ones run on.

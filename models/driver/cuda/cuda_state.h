@@ -52,6 +52,7 @@ struct pinned_block {
   bool registered = false;  // cuMemHostRegister: the memory is the application's
   CUctx_st* ctx = nullptr;  // current when it was made (none is needed)
   uint64_t buffer_id = 0;
+  uint64_t bus = 0;  // where its pinned pages put its first byte on the bus
   bool holds(uint64_t p, uint64_t bytes) const {
     return p >= start && p - start < size && bytes <= size - (p - start);
   }
@@ -66,6 +67,7 @@ struct host_chunk {
   kernel::pid_t pid = 0;
   const CUctx_st* ctx = nullptr;
   uint64_t start = 0, size = 0;
+  uint64_t bus = 0;                   // of its first byte (its frames are contiguous)
   std::map<uint64_t, uint64_t> used;  // offset -> bytes
 };
 

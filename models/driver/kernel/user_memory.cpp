@@ -23,6 +23,8 @@ uint64_t address(const void* p) {
 
 user_memory::~user_memory() {
   while (!m_blocks.empty()) release(m_blocks.begin());
+  for (const auto& [start, bytes] : m_gone)
+    munmap(reinterpret_cast<void*>(uintptr_t(start)), bytes);
 }
 
 void user_memory::set_physical(physical_memory* m) {
@@ -71,10 +73,16 @@ void* user_memory::allocate(pid_t pid, uint64_t bytes, int node) {
   return reinterpret_cast<void*>(uintptr_t(start));
 }
 
+// The block's frames or pages go back, but not its addresses: they stay reserved, inaccessible
+// (PROT_NONE), so that no later allocation of anyone's (the simulator's own heap included)
+// lands there and a late access is recognised as one (check_not_gone).
 void user_memory::release(std::map<uint64_t, block>::iterator it) {
   block& b = it->second;
   if (m_physical) m_physical->free(b.bus, b.bytes);
-  munmap(reinterpret_cast<void*>(uintptr_t(b.start)), b.bytes + page_bytes);
+  void* va = reinterpret_cast<void*>(uintptr_t(b.start));
+  mprotect(va, b.bytes, PROT_NONE);
+  madvise(va, b.bytes, MADV_DONTNEED);
+  m_gone[b.start] = b.bytes + page_bytes;
   m_blocks.erase(it);
 }
 
@@ -108,23 +116,41 @@ std::optional<user_memory::block_range> user_memory::block_of(pid_t pid, const v
   return block_range{b->start, b->bytes, b->node};
 }
 
+namespace {
+[[noreturn]] void throw_gone() {
+  throw std::runtime_error(
+      "the process touched memory it had freed (a segmentation fault on a real machine)");
+}
+}  // namespace
+
+// A range that overlaps memory the process gave back (its addresses are unmapped, and may be
+// mapped again for someone else): refused as the process's SIGSEGV.
+void user_memory::check_not_gone(uint64_t addr, uint64_t bytes) const {
+  auto it = m_gone.upper_bound(addr + std::max<uint64_t>(bytes, 1) - 1);
+  if (it == m_gone.begin()) return;
+  --it;
+  if (addr < it->first + it->second) throw_gone();
+}
+
 void user_memory::read(const void* p, std::span<uint8_t> out) const {
   const block* b = find(address(p), out.size());
+  if (!b) check_not_gone(address(p), out.size());
   if (!b || !m_physical) {
     if (!out.empty()) std::memcpy(out.data(), p, out.size());
     return;
   }
-  if (!b->mapped) throw std::logic_error("user_memory: a read of a freed block");
+  if (!b->mapped) throw_gone();
   m_physical->read(b->bus + (address(p) - b->start), out);
 }
 
 void user_memory::write(void* p, std::span<const uint8_t> in) {
   const block* b = find(address(p), in.size());
+  if (!b) check_not_gone(address(p), in.size());
   if (!b || !m_physical) {
     if (!in.empty()) std::memcpy(p, in.data(), in.size());
     return;
   }
-  if (!b->mapped) throw std::logic_error("user_memory: a write to a freed block");
+  if (!b->mapped) throw_gone();
   m_physical->write(b->bus + (address(p) - b->start), in);
 }
 

@@ -69,7 +69,8 @@ class user_memory {
   std::optional<block_range> block_of(pid_t pid, const void* p, uint64_t bytes = 1) const;
 
   // The CPU's loads and stores. Outside any block (a caller's own heap memory, without a
-  // physical memory): memcpy.
+  // physical memory): memcpy. Memory of a freed block is gone: std::runtime_error, where a
+  // process would take a SIGSEGV.
   void read(const void* p, std::span<uint8_t> out) const;
   void write(void* p, std::span<const uint8_t> in);
 
@@ -98,7 +99,10 @@ class user_memory {
   void release(std::map<uint64_t, block>::iterator it);
 
   physical_memory* m_physical = nullptr;
-  std::map<uint64_t, block> m_blocks;  // by start, freed-but-pinned ones included
+  std::map<uint64_t, block> m_blocks;   // by start, freed-but-pinned ones included
+  std::map<uint64_t, uint64_t> m_gone;  // blocks given back, their addresses still reserved:
+                                        // start -> bytes (the guard page included)
+  void check_not_gone(uint64_t addr, uint64_t bytes) const;
 };
 
 }  // namespace p2psim::kernel
