@@ -1,0 +1,353 @@
+// What the dma-buf and IPC sequences of the probe (probe_dmabuf.cpp, probe_ipc.cpp) share:
+// attribute and errno names, sizes, byte patterns, and the namer that prints device memory
+// after this run's allocations.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "probe.h"
+
+namespace cuda_probe::named_memory {
+
+constexpr size_t page = 4096;
+
+// CUpointer_attribute, by number (cuda.h).
+enum : int {
+  a_context = 1,
+  a_memory_type = 2,
+  a_device_pointer = 3,
+  a_host_pointer = 4,
+  a_p2p_tokens = 5,
+  a_sync_memops = 6,
+  a_buffer_id = 7,
+  a_is_managed = 8,
+  a_device_ordinal = 9,
+  a_legacy_ipc = 10,
+  a_range_start = 11,
+  a_range_size = 12,
+  a_mapped = 13,
+  a_allowed_handle_types = 14,
+  a_gdr = 15,
+  a_access_flags = 16,
+};
+
+inline const char* attr_name(int a) {
+  switch (a) {
+    case a_context:
+      return "CONTEXT";
+    case a_memory_type:
+      return "MEMORY_TYPE";
+    case a_device_pointer:
+      return "DEVICE_POINTER";
+    case a_host_pointer:
+      return "HOST_POINTER";
+    case a_p2p_tokens:
+      return "P2P_TOKENS";
+    case a_sync_memops:
+      return "SYNC_MEMOPS";
+    case a_buffer_id:
+      return "BUFFER_ID";
+    case a_is_managed:
+      return "IS_MANAGED";
+    case a_device_ordinal:
+      return "DEVICE_ORDINAL";
+    case a_legacy_ipc:
+      return "IS_LEGACY_CUDA_IPC_CAPABLE";
+    case a_range_start:
+      return "RANGE_START_ADDR";
+    case a_range_size:
+      return "RANGE_SIZE";
+    case a_mapped:
+      return "MAPPED";
+    case a_allowed_handle_types:
+      return "ALLOWED_HANDLE_TYPES";
+    case a_gdr:
+      return "IS_GPU_DIRECT_RDMA_CAPABLE";
+    case a_access_flags:
+      return "ACCESS_FLAGS";
+  }
+  return "?";
+}
+
+// CUmemRangeHandleType and CUmemRangeFlags (cuda.h).
+constexpr int dma_buf_fd = 1;
+constexpr unsigned long long mapping_type_pcie = 1;
+
+inline const char* errno_name(int e) {
+  switch (e) {
+    case EPERM:
+      return "EPERM";
+    case ENOENT:
+      return "ENOENT";
+    case EBADF:
+      return "EBADF";
+    case EAGAIN:
+      return "EAGAIN";
+    case ENOMEM:
+      return "ENOMEM";
+    case EACCES:
+      return "EACCES";
+    case EFAULT:
+      return "EFAULT";
+    case EBUSY:
+      return "EBUSY";
+    case ENODEV:
+      return "ENODEV";
+    case EINVAL:
+      return "EINVAL";
+    case ESPIPE:
+      return "ESPIPE";
+    case ENXIO:
+      return "ENXIO";
+    case EOPNOTSUPP:
+      return "EOPNOTSUPP";
+    case ENOSYS:
+      return "ENOSYS";
+    case ENOTTY:
+      return "ENOTTY";
+    case 524:  // the kernel's ENOTSUPP, which a dma-buf's mmap returns to user space as is
+      return "ENOTSUPP(524)";
+  }
+  static thread_local char buf[32];
+  std::snprintf(buf, sizeof buf, "errno %d", e);
+  return buf;
+}
+
+inline std::string size_name(size_t n) {
+  if (n && n % MiB == 0) return fmt("%zuMiB", n / MiB);
+  if (n && n % KiB == 0) return fmt("%zuKiB", n / KiB);
+  return fmt("%zu", n);
+}
+
+// The same byte pattern the host sequence uses, per seed.
+inline void fill(void* p, size_t n, unsigned seed) {
+  auto* b = static_cast<unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i) b[i] = (unsigned char)(i * 7 + seed * 13 + (i >> 12));
+}
+inline bool holds(const void* p, size_t n, unsigned seed) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i)
+    if (b[i] != (unsigned char)(i * 7 + seed * 13 + (i >> 12))) return false;
+  return true;
+}
+
+// A stretch of device VA this run named: a cuMemAlloc allocation, a reservation, an imported
+// pointer.
+struct named {
+  std::string name;
+  CUdeviceptr base;
+  size_t size;
+  bool live = true;
+};
+
+// What the three sequences share: naming VAs, contexts and buffer IDs, pointer attributes.
+class namer {
+ protected:
+  explicit namer(const sink& out) : m_out(out) {}
+
+  void line(const std::string& s) { m_out(s); }
+  static std::string res(CUresult r) { return result_name(r); }
+
+  // "X" or "X+off" (latest live name whose [base, base + size] holds p, else the latest dead
+  // one), "null", else "other".
+  std::string name(CUdeviceptr p) const {
+    if (p == 0) return "null";
+    // Inside a live one, inside a dead one, one past the end of a live one, of a dead one.
+    for (int pass = 0; pass < 4; ++pass)
+      for (size_t k = m_named.size(); k-- > 0;) {
+        const named& b = m_named[k];
+        if ((pass % 2 == 0) != b.live) continue;
+        if (p >= b.base && (pass < 2 ? p - b.base < b.size : p - b.base == b.size))
+          return p == b.base ? b.name
+                             : fmt("%s+%llu", b.name.c_str(), (unsigned long long)(p - b.base));
+      }
+    return "other";
+  }
+  // The live name strictly holding p, if any ("" if none).
+  std::string inside(CUdeviceptr p) const {
+    for (size_t k = m_named.size(); k-- > 0;) {
+      const named& b = m_named[k];
+      if (b.live && p >= b.base && p - b.base < b.size)
+        return p == b.base ? b.name
+                           : fmt("%s+%llu", b.name.c_str(), (unsigned long long)(p - b.base));
+    }
+    return "";
+  }
+  named* find(const std::string& n) {
+    for (size_t k = m_named.size(); k-- > 0;)
+      if (m_named[k].name == n) return &m_named[k];
+    return nullptr;
+  }
+  CUdeviceptr at(const std::string& n) {
+    named* b = find(n);
+    return b ? b->base : 0;
+  }
+  void add(const std::string& n, CUdeviceptr base, size_t size) {
+    m_named.push_back({n, base, size, true});
+  }
+  std::string ctx_name(CUcontext c) const {
+    if (!c) return "null";
+    for (const auto& [n, h] : m_ctx)
+      if (h == c) return n;
+    return "other";
+  }
+  // The largest power of two dividing a VA, capped at 2 MiB (the big page).
+  static std::string align(CUdeviceptr p) {
+    if (p == 0) return "-";
+    uint64_t a = 1;
+    while (a < 2 * MiB && p % (a * 2) == 0) a *= 2;
+    if (a >= 2 * MiB) return "2MiB+";
+    if (a >= MiB) return fmt("%lluMiB", (unsigned long long)(a / MiB));
+    if (a >= KiB) return fmt("%lluKiB", (unsigned long long)(a / KiB));
+    return fmt("%llu", (unsigned long long)a);
+  }
+  std::string buffer_id(unsigned long long id, const std::string& who) {
+    if (id == 0) return "0";
+    auto it = m_ids.find(id);
+    if (it != m_ids.end()) return "same as " + it->second;
+    m_ids[id] = who;
+    return "new";
+  }
+
+  // cuMemAlloc, named `n` if it succeeds; prints its alignment, offset in its 2 MiB chunk,
+  // whether it reuses a freed allocation's VA, where it lies after the previous one.
+  CUdeviceptr alloc(const std::string& n, size_t size, const std::string& why = "") {
+    CUdeviceptr p = 0;
+    const CUresult r = cuMemAlloc(&p, size);
+    std::string s =
+        fmt("cuMemAlloc(size=%s)%s -> %s", size_name(size).c_str(), why.c_str(), res(r).c_str());
+    if (r != CUDA_SUCCESS) {
+      line(s);
+      return 0;
+    }
+    s += fmt(" %s align=%s chunk_off=0x%llx", n.c_str(), align(p).c_str(),
+             (unsigned long long)(p % (2 * MiB)));
+    for (const named& b : m_named)
+      if (!b.live && b.base == p) s += " reuses_va_of=" + b.name;
+    if (m_prev) {
+      const named* prev = nullptr;
+      for (const named& b : m_named)
+        if (b.base == m_prev) prev = &b;
+      if (prev && p == prev->base + prev->size)
+        s += " at=end_of_" + prev->name;
+      else if (prev && p == (prev->base + prev->size + 2 * MiB - 1) / (2 * MiB) * (2 * MiB))
+        s += " at=next_2MiB_after_" + prev->name;
+      else if (p / (2 * MiB) == m_prev / (2 * MiB))
+        s += fmt(" delta_prev=%lld", (long long)(p - m_prev));
+      else
+        s += " at=other_chunk";
+    }
+    m_prev = p;
+    add(n, p, size);
+    line(s);
+    return p;
+  }
+  CUresult free_(const std::string& n, const std::string& why = "") {
+    named* b = find(n);
+    const CUresult r = cuMemFree(b ? b->base : 0);
+    if (r == CUDA_SUCCESS && b) b->live = false;
+    line(fmt("cuMemFree(%s)%s -> %s", n.c_str(), why.c_str(), res(r).c_str()));
+    return r;
+  }
+
+  // One pointer attribute, printed in a form that does not vary run to run. P2P tokens are
+  // returned in `tokens` when asked.
+  CUresult attr(int a, CUdeviceptr p, const std::string& why = "",
+                CUDA_POINTER_ATTRIBUTE_P2P_TOKENS* tokens = nullptr,
+                unsigned long long* id_out = nullptr) {
+    union {
+      unsigned char raw[64];
+      CUcontext ctx;
+      unsigned int u;
+      int i;
+      CUdeviceptr dp;
+      void* host;
+      unsigned long long ull;
+      size_t sz;
+      CUDA_POINTER_ATTRIBUTE_P2P_TOKENS tok;
+    } v;
+    std::memset(v.raw, 0xAB, sizeof v.raw);
+    const CUresult r = cuPointerGetAttribute(v.raw, (CUpointer_attribute)a, p);
+    std::string s = fmt("cuPointerGetAttribute(%s=%d, %s)%s -> %s", attr_name(a), a,
+                        name(p).c_str(), why.c_str(), res(r).c_str());
+    if (r == CUDA_SUCCESS) {
+      switch (a) {
+        case a_context:
+          s += " ctx=" + ctx_name(v.ctx);
+          break;
+        case a_device_pointer:
+        case a_range_start:
+          s += " ptr=" + (v.dp == p ? std::string("=arg") : name(v.dp));
+          break;
+        case a_host_pointer:
+          s += " ptr=" + std::string(v.host == (void*)(uintptr_t)p ? "=arg"
+                                     : v.host                      ? "other"
+                                                                   : "null");
+          break;
+        case a_p2p_tokens:
+          s += fmt(" p2pToken=%s vaSpaceToken=%s", v.tok.p2pToken ? "nonzero" : "zero",
+                   v.tok.vaSpaceToken ? "nonzero" : "zero");
+          if (tokens) *tokens = v.tok;
+          break;
+        case a_range_size:
+          s += fmt(" size=%zu", v.sz);
+          break;
+        case a_buffer_id:
+          s += " id=" + buffer_id(v.ull, name(p));
+          if (id_out) *id_out = v.ull;
+          break;
+        case a_allowed_handle_types:
+          s += fmt(" value=0x%llx", v.ull);
+          break;
+        default:
+          s += fmt(" value=%u", v.u);
+      }
+    }
+    line(s);
+    return r;
+  }
+
+  size_t free_memory() {
+    size_t f = 0, t = 0;
+    cuMemGetInfo(&f, &t);
+    return f;
+  }
+  // How the device's free memory moved, against the size an event might return or take:
+  // "unchanged" (within 4 MiB), "up by <size>" / "down by <size>" (within 4 MiB), else "other";
+  // the exact delta on a '#' line.
+  void memory_moved(size_t before, const std::string& what, size_t size) {
+    const size_t after = free_memory();
+    const long long d = (long long)after - (long long)before;
+    const long long tol = 4 * MiB;
+    std::string c;
+    if (std::llabs(d) < tol)
+      c = "unchanged";
+    else if (std::llabs(d - (long long)size) < tol)
+      c = "up by " + size_name(size);
+    else if (std::llabs(d + (long long)size) < tol)
+      c = "down by " + size_name(size);
+    else
+      c = "other";
+    line(fmt("  free memory %s: %s", what.c_str(), c.c_str()));
+    line(fmt("# free memory %s: delta %lld bytes", what.c_str(), d));
+  }
+
+  const sink& m_out;
+  std::vector<named> m_named;
+  std::map<unsigned long long, std::string> m_ids;
+  std::vector<std::pair<std::string, CUcontext>> m_ctx;
+  CUdeviceptr m_prev = 0;
+};
+
+}  // namespace cuda_probe::named_memory
