@@ -34,6 +34,34 @@ void run_vmm(const sink& out);
 void run_dmabuf(const sink& out);
 void run_ipc(const sink& out);
 
+// The name of CUpointer_attribute `a` (1-21, as cuda.h names them without their prefix), or
+// "?": what the sequences print it as.
+inline const char* attr_name(int a) {
+  static const char* const names[] = {"?",
+                                      "CONTEXT",
+                                      "MEMORY_TYPE",
+                                      "DEVICE_POINTER",
+                                      "HOST_POINTER",
+                                      "P2P_TOKENS",
+                                      "SYNC_MEMOPS",
+                                      "BUFFER_ID",
+                                      "IS_MANAGED",
+                                      "DEVICE_ORDINAL",
+                                      "IS_LEGACY_CUDA_IPC_CAPABLE",
+                                      "RANGE_START_ADDR",
+                                      "RANGE_SIZE",
+                                      "MAPPED",
+                                      "ALLOWED_HANDLE_TYPES",
+                                      "IS_GPU_DIRECT_RDMA_CAPABLE",
+                                      "ACCESS_FLAGS",
+                                      "MEMPOOL_HANDLE",
+                                      "MAPPING_SIZE",
+                                      "MAPPING_BASE_ADDR",
+                                      "MEMORY_BLOCK_ID",
+                                      "IS_HW_DECOMPRESS_CAPABLE"};
+  return a > 0 && a < int(sizeof(names) / sizeof(*names)) ? names[a] : "?";
+}
+
 const char* result_name(CUresult r);
 std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
 // cuCtxCreate in the classic form, whichever header's (CUDA 13 added a parameters argument).

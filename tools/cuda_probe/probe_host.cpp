@@ -44,34 +44,6 @@ enum : int {
   a_access_flags = 16,
 };
 
-const char* attr_name(int a) {
-  switch (a) {
-    case a_context:
-      return "CONTEXT";
-    case a_memory_type:
-      return "MEMORY_TYPE";
-    case a_device_pointer:
-      return "DEVICE_POINTER";
-    case a_host_pointer:
-      return "HOST_POINTER";
-    case a_buffer_id:
-      return "BUFFER_ID";
-    case a_device_ordinal:
-      return "DEVICE_ORDINAL";
-    case a_range_start:
-      return "RANGE_START_ADDR";
-    case a_range_size:
-      return "RANGE_SIZE";
-    case a_mapped:
-      return "MAPPED";
-    case a_gdr:
-      return "IS_GPU_DIRECT_RDMA_CAPABLE";
-    case a_access_flags:
-      return "ACCESS_FLAGS";
-  }
-  return "?";
-}
-
 // A block of host memory this run made: pinned (cuMemHostAlloc) or pageable (posix_memalign).
 struct block {
   std::string name;

@@ -42,44 +42,6 @@ enum : int {
   a_access_flags = 16,
 };
 
-inline const char* attr_name(int a) {
-  switch (a) {
-    case a_context:
-      return "CONTEXT";
-    case a_memory_type:
-      return "MEMORY_TYPE";
-    case a_device_pointer:
-      return "DEVICE_POINTER";
-    case a_host_pointer:
-      return "HOST_POINTER";
-    case a_p2p_tokens:
-      return "P2P_TOKENS";
-    case a_sync_memops:
-      return "SYNC_MEMOPS";
-    case a_buffer_id:
-      return "BUFFER_ID";
-    case a_is_managed:
-      return "IS_MANAGED";
-    case a_device_ordinal:
-      return "DEVICE_ORDINAL";
-    case a_legacy_ipc:
-      return "IS_LEGACY_CUDA_IPC_CAPABLE";
-    case a_range_start:
-      return "RANGE_START_ADDR";
-    case a_range_size:
-      return "RANGE_SIZE";
-    case a_mapped:
-      return "MAPPED";
-    case a_allowed_handle_types:
-      return "ALLOWED_HANDLE_TYPES";
-    case a_gdr:
-      return "IS_GPU_DIRECT_RDMA_CAPABLE";
-    case a_access_flags:
-      return "ACCESS_FLAGS";
-  }
-  return "?";
-}
-
 // CUmemRangeHandleType and CUmemRangeFlags (cuda.h).
 constexpr int dma_buf_fd = 1;
 constexpr unsigned long long mapping_type_pcie = 1;

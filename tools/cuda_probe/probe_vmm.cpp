@@ -54,54 +54,6 @@ enum : int {
   a_hw_decompress = 21,
 };
 
-const char* attr_name(int a) {
-  switch (a) {
-    case a_context:
-      return "CONTEXT";
-    case a_memory_type:
-      return "MEMORY_TYPE";
-    case a_device_pointer:
-      return "DEVICE_POINTER";
-    case a_host_pointer:
-      return "HOST_POINTER";
-    case a_p2p_tokens:
-      return "P2P_TOKENS";
-    case a_sync_memops:
-      return "SYNC_MEMOPS";
-    case a_buffer_id:
-      return "BUFFER_ID";
-    case a_is_managed:
-      return "IS_MANAGED";
-    case a_device_ordinal:
-      return "DEVICE_ORDINAL";
-    case a_legacy_ipc:
-      return "IS_LEGACY_CUDA_IPC_CAPABLE";
-    case a_range_start:
-      return "RANGE_START_ADDR";
-    case a_range_size:
-      return "RANGE_SIZE";
-    case a_mapped:
-      return "MAPPED";
-    case a_handle_types:
-      return "ALLOWED_HANDLE_TYPES";
-    case a_gdr:
-      return "IS_GPU_DIRECT_RDMA_CAPABLE";
-    case a_access_flags:
-      return "ACCESS_FLAGS";
-    case a_mempool:
-      return "MEMPOOL_HANDLE";
-    case a_mapping_size:
-      return "MAPPING_SIZE";
-    case a_mapping_base:
-      return "MAPPING_BASE_ADDR";
-    case a_block_id:
-      return "MEMORY_BLOCK_ID";
-    case a_hw_decompress:
-      return "IS_HW_DECOMPRESS_CAPABLE";
-  }
-  return "?";
-}
-
 // Every attribute a program asks of VMM memory.
 const int all_attrs[] = {
     a_context,      a_memory_type, a_device_pointer, a_host_pointer,   a_p2p_tokens,
