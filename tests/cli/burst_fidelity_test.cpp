@@ -1,5 +1,6 @@
 // Burst fidelity against TLP fidelity on the same scenarios: the same TLPs and TLP-hops
 // accounted, every byte delivered and verified, and bandwidth within 2%.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
@@ -223,4 +224,64 @@ TEST_CASE("burst fidelity: a short job that ends amid its requester's turns is w
   for (const auto& w : long_job["warnings"])
     CHECK(w.get<std::string>().find("took turns with them") == std::string::npos);
   CHECK(long_job["stats"]["devices"]["gpu0"]["requester"]["short_jobs_ended_in_turns"] == 0);
+}
+
+namespace {
+// tests/data/generated/burst_turns_grouped_by_path: one GPU's ten writes at once, six across
+// UPI and four under its socket's other root port, those four first.
+const char* const turns_grouped_by_path = "tests/data/generated/burst_turns_grouped_by_path.yaml";
+
+// Every byte of the ten writes over the time the last one took, GB/s.
+double aggregate_gbps(const nlohmann::json& result) {
+  double bytes = 0, seconds = 0;
+  for (const auto& b : result["bandwidth"]) {
+    bytes += b["bytes"].get<double>();
+    seconds = std::max(seconds, b["seconds"].get<double>());
+  }
+  return bytes / seconds / 1e9;
+}
+}  // namespace
+
+TEST_CASE("burst fidelity: a GPU's writes that part at its root complex fill its link",
+          "[cli][burst]") {
+  // The writes start together, so all their bytes over the last one's time is at most what
+  // the writer's Gen3 x16 link carries (MPS 256 B, 4DW headers: BAR1 above 4 GiB). The UPI
+  // path takes 60% of it and can carry 61.5%, so TLP by TLP the link runs full.
+  const auto tlp = run(turns_grouped_by_path, "tlp");
+  const auto burst = run(turns_grouped_by_path, "burst");
+  const double limit = p2psim::pcie::analytic_write_gbs(3, 16, 256, 10 * 256 * 1024);
+  INFO("limit " << limit << " GB/s, tlp " << aggregate_gbps(tlp) << ", burst "
+                << aggregate_gbps(burst));
+  CHECK(aggregate_gbps(tlp) <= limit);
+  CHECK(aggregate_gbps(tlp) >= 0.995 * limit);
+  CHECK(aggregate_gbps(burst) <= limit);
+  for (const auto* r : {&tlp, &burst}) {
+    REQUIRE((*r)["bandwidth"].size() == 10);
+    for (const auto& b : (*r)["bandwidth"]) {
+      CHECK(b["mismatched_bytes"] == 0);
+      CHECK(b["failed_bytes"] == 0);
+    }
+  }
+}
+
+// A known gap, not yet fixed and not warned of: this test passes while burst fidelity is more
+// than 1% off here and fails once it is within 1% (then drop "[!shouldfail]"). TLP by TLP a
+// requester's jobs alternate every TLP, so each path past the root complex gets its share
+// evenly; at burst fidelity they take turns of up to 256 TLPs, so the UPI path gets its TLPs
+// in runs of six turns at the link's rate, more than the root complex holds, and idles
+// through the four turns toward the other root port: every write 7% slow. Taken in the order
+// 0, 6, 1, 7, ... the runs are shorter, and the writes 0.4% slow. It is why gpu12 and gpu13
+// of scale_16gpu_eighth.yaml (the test above) are 2-4% slow at burst fidelity in every
+// 1-ps variant: gpu12's writes alone there are 3.3% slow (docs/architecture.md, "Burst
+// fidelity on a busy machine").
+TEST_CASE("burst fidelity: a requester's turns send a path its TLPs in runs (known gap)",
+          "[cli][burst][!shouldfail]") {
+  const auto tlp = run(turns_grouped_by_path, "tlp");
+  const auto burst = run(turns_grouped_by_path, "burst");
+  bool within = tlp["bandwidth"].size() == burst["bandwidth"].size();
+  for (size_t i = 0; within && i < tlp["bandwidth"].size(); ++i) {
+    const double t = tlp["bandwidth"][i]["gbps"], b = burst["bandwidth"][i]["gbps"];
+    within = std::abs(b - t) <= 0.01 * t;
+  }
+  CHECK(within);
 }
