@@ -37,9 +37,9 @@ struct channel_timing {
   bool pcie_framing = true;  // PCIe: framing + header + ECRC; else packet_overhead per TLP
   bool ecrc = false;         // every TLP on this link carries a 4-byte TLP digest
   uint32_t packet_overhead = 0;
-  uint32_t ack_limit = 0;    // bytes between ACK DLLPs (0: none)
-  uint32_t fc_limit = 0;     // bytes between UpdateFC DLLPs (0: none)
-  double skip_fraction = 0;  // share of symbol times spent on SKIP ordered sets
+  uint32_t ack_limit = 0;          // bytes between ACK DLLPs (0: none)
+  uint32_t fc_limit = 0;           // bytes between UpdateFC DLLPs (0: none)
+  bool skip_ordered_sets = false;  // SKIPs take pcie::skip_fraction of the symbol times
 };
 
 struct channel_stats {
@@ -253,7 +253,9 @@ class link_channel : public sc_core::sc_module,
   uint64_t m_busy_until = 0;
   burst_gaps m_gaps;  // those of the burst on the wire (burst fidelity)
   const transport::pcie_port* m_receiver = nullptr;
-  uint64_t m_ack_bytes = 0, m_fc_bytes = 0;  // bytes sent since the last ACK / UpdateFC DLLP
+  // Time since the last ACK / UpdateFC DLLP, in units of a 1/(skip_interval - skip_symbols)
+  // byte time when SKIPs are sent (dllps_due_for).
+  uint64_t m_ack_bytes = 0, m_fc_bytes = 0;
   bool m_pumping = false;
   const transport::pcie_port* m_sender = nullptr;  // set when it allows starting ahead
   // The sender is an endpoint: its requester hands over a request TLP when the one before

@@ -15,7 +15,7 @@ pcie_link::pcie_link(sc_module_name name, const pcie_link_params& p,
   t.latency_ps = pcie::ns_to_ps(p.latency_ns);
   t.pcie_framing = true;
   t.ecrc = p.ecrc;
-  t.skip_fraction = pcie::skip_fraction;
+  t.skip_ordered_sets = true;
   // The DLLPs a direction's receiver sends are charged to that direction (docs/architecture.md,
   // "Timing model and why"): the link's limits if it sets them, else that receiver's, else the
   // spec's tables.

@@ -9,9 +9,12 @@
 
 namespace p2psim::pcie {
 
-inline constexpr uint32_t framing_bytes = 8;           // STP/END framing + sequence number + LCRC
-inline constexpr uint32_t dllp_bytes = 8;              // one ACK or UpdateFC DLLP on the wire
-inline constexpr double skip_fraction = 4.0 / 1538.0;  // SKIP ordered sets (clock compensation)
+inline constexpr uint32_t framing_bytes = 8;  // STP/END framing + sequence number + LCRC
+inline constexpr uint32_t dllp_bytes = 8;     // one ACK or UpdateFC DLLP on the wire
+// SKIP ordered sets (clock compensation): 4 symbols of every 1538 symbol times.
+inline constexpr uint32_t skip_symbols = 4;
+inline constexpr uint32_t skip_interval_symbols = 1538;
+inline constexpr double skip_fraction = double(skip_symbols) / skip_interval_symbols;
 
 bool valid_gen(int gen);
 bool valid_width(int width);

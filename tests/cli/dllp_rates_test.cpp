@@ -34,10 +34,11 @@ double gbps(const json& j, const std::string& transfer) {
   return 0;
 }
 
-// The share of a Gen5 x16 direction's time its TLPs get with DLLPs every `limit` bytes, as the
-// link counts them (by the bytes on the wire, after the SKIPs).
+// The share of a Gen5 x16 direction's time its TLPs get with an ACK and an UpdateFC every
+// `limit` bytes of it: the receiver's timers run in symbol times, SKIPs included, so the DLLPs
+// and the SKIPs each take their share of the raw time (docs/design.md, "PCIe timing").
 double tlp_share(uint32_t limit) {
-  return 1.0 - 16.0 / limit;
+  return 1.0 - p2psim::pcie::skip_fraction - 16.0 / limit;
 }
 
 }  // namespace
