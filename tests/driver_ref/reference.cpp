@@ -24,7 +24,7 @@ reference::reference(const ref_config& c) : m_config(c) {
 // ---- contexts and processes ----
 
 int reference::create_context(int pid, int gpu) {
-  m_contexts.push_back({pid, gpu, true, std::nullopt});
+  m_contexts.push_back({pid, gpu, true, std::nullopt, {}});
   return int(m_contexts.size() - 1);
 }
 
