@@ -203,7 +203,7 @@ uint64_t due_dllps(uint64_t& counter, uint64_t fresh, uint64_t limit) {
 // TLPs get raw * (1 - a - s) as in docs/design.md's formula (counting wire bytes alone would
 // give raw * (1 - a) * (1 - s), a * s above it; seed 3489 of tests/generated). The DLLPs due
 // as `fresh` bytes go out, given the time each counter has run up.
-uint64_t dllps_due_for(uint64_t& ack_bytes, uint64_t& fc_bytes, uint64_t fresh,
+uint64_t dllps_due_for(uint64_t& ack_time, uint64_t& fc_time, uint64_t fresh,
                        const channel_timing& t) {
   const uint64_t byte_units = t.skip_ordered_sets ? pcie::skip_interval_symbols : 1;
   const uint64_t limit_units =
@@ -211,8 +211,8 @@ uint64_t dllps_due_for(uint64_t& ack_bytes, uint64_t& fc_bytes, uint64_t fresh,
   uint64_t n = 0;
   while (fresh) {
     const uint64_t units = fresh * byte_units;
-    const uint64_t dllps = due_dllps(ack_bytes, units, t.ack_limit * limit_units) +
-                           due_dllps(fc_bytes, units, t.fc_limit * limit_units);
+    const uint64_t dllps = due_dllps(ack_time, units, t.ack_limit * limit_units) +
+                           due_dllps(fc_time, units, t.fc_limit * limit_units);
     fresh = dllps * pcie::dllp_bytes;
     n += dllps;
   }
@@ -261,7 +261,7 @@ void link_channel::start_tlp(const entry& e, uint64_t at, uint64_t now) {
   m_credits.consume(cls, e.cost);
   const uint64_t payload = pcie::has_data(h.type) ? h.length : 0;
   const uint64_t tlp_bytes = payload + tlp_overhead_bytes(h);
-  const uint64_t dllps_due = dllps_due_for(m_ack_bytes, m_fc_bytes, tlp_bytes, m_timing);
+  const uint64_t dllps_due = dllps_due_for(m_ack_time, m_fc_time, tlp_bytes, m_timing);
   const uint64_t bytes = tlp_bytes + dllps_due * pcie::dllp_bytes;
   const uint64_t ser = uint64_t(bytes * m_ps_per_wire_byte + 0.5);
   const uint64_t tlp_ser = uint64_t(tlp_bytes * m_ps_per_wire_byte + 0.5);
@@ -330,12 +330,12 @@ void link_channel::start_burst(entry e, uint64_t at, uint64_t now, bool in_gaps)
   // (tests/data/generated/burst_dllps_before_the_last_tlp).
   uint64_t head_dllps = 0;
   if (m.tlps > 1) {
-    uint64_t ack = m_ack_bytes, fc = m_fc_bytes;
+    uint64_t ack = m_ack_time, fc = m_fc_time;
     const uint64_t last_bytes =
         own_size(mm.last_bytes) ? mm.last_bytes + per_tlp : tlp_bytes / m.tlps;
     head_dllps = dllps_due_for(ack, fc, tlp_bytes - last_bytes, m_timing);
   }
-  const uint64_t dllps_due = dllps_due_for(m_ack_bytes, m_fc_bytes, tlp_bytes, m_timing);
+  const uint64_t dllps_due = dllps_due_for(m_ack_time, m_fc_time, tlp_bytes, m_timing);
   const uint64_t bytes = tlp_bytes + dllps_due * pcie::dllp_bytes;
   uint64_t ser = uint64_t(bytes * m_ps_per_wire_byte + 0.5);
   uint64_t tlp_ser = uint64_t(tlp_bytes * m_ps_per_wire_byte + 0.5);

@@ -253,9 +253,9 @@ class link_channel : public sc_core::sc_module,
   uint64_t m_busy_until = 0;
   burst_gaps m_gaps;  // those of the burst on the wire (burst fidelity)
   const transport::pcie_port* m_receiver = nullptr;
-  // Time since the last ACK / UpdateFC DLLP, in units of a 1/(skip_interval - skip_symbols)
-  // byte time when SKIPs are sent (dllps_due_for).
-  uint64_t m_ack_bytes = 0, m_fc_bytes = 0;
+  // Time since the last ACK / UpdateFC DLLP, where SKIPs are sent in 1/1534 of a byte's symbol
+  // times, else in bytes (dllps_due_for).
+  uint64_t m_ack_time = 0, m_fc_time = 0;
   bool m_pumping = false;
   const transport::pcie_port* m_sender = nullptr;  // set when it allows starting ahead
   // The sender is an endpoint: its requester hands over a request TLP when the one before
