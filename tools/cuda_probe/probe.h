@@ -69,6 +69,17 @@ CUresult ctx_create(CUcontext* c, unsigned int flags, CUdevice dev);
 
 constexpr uint64_t KiB = 1024, MiB = 1024 * 1024;
 
+// The largest power of two dividing a VA, capped at 2 MiB (the big page).
+inline std::string align(CUdeviceptr p) {
+  if (p == 0) return "-";
+  uint64_t a = 1;
+  while (a < 2 * MiB && p % (a * 2) == 0) a *= 2;
+  if (a >= 2 * MiB) return "2MiB+";
+  if (a >= MiB) return fmt("%lluMiB", (unsigned long long)(a / MiB));
+  if (a >= KiB) return fmt("%lluKiB", (unsigned long long)(a / KiB));
+  return fmt("%llu", (unsigned long long)a);
+}
+
 struct allocation {
   CUdeviceptr va = 0;
   size_t size = 0;
@@ -104,16 +115,6 @@ class probe {
     for (const auto& [name, h] : m_ctx)
       if (h == c) return name;
     return "other";
-  }
-  // The largest power of two dividing a VA, capped at 2 MiB (the big page).
-  static std::string align(CUdeviceptr p) {
-    if (p == 0) return "-";
-    uint64_t a = 1;
-    while (a < 2 * MiB && p % (a * 2) == 0) a *= 2;
-    if (a >= 2 * MiB) return "2MiB+";
-    if (a >= MiB) return fmt("%lluMiB", (unsigned long long)(a / MiB));
-    if (a >= KiB) return fmt("%lluKiB", (unsigned long long)(a / KiB));
-    return fmt("%llu", (unsigned long long)a);
   }
   std::string buffer_id_name(unsigned long long id, int self) {
     if (id == 0) return "0";

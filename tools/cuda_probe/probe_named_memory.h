@@ -164,16 +164,6 @@ class namer {
       if (h == c) return n;
     return "other";
   }
-  // The largest power of two dividing a VA, capped at 2 MiB (the big page).
-  static std::string align(CUdeviceptr p) {
-    if (p == 0) return "-";
-    uint64_t a = 1;
-    while (a < 2 * MiB && p % (a * 2) == 0) a *= 2;
-    if (a >= 2 * MiB) return "2MiB+";
-    if (a >= MiB) return fmt("%lluMiB", (unsigned long long)(a / MiB));
-    if (a >= KiB) return fmt("%lluKiB", (unsigned long long)(a / KiB));
-    return fmt("%llu", (unsigned long long)a);
-  }
   std::string buffer_id(unsigned long long id, const std::string& who) {
     if (id == 0) return "0";
     auto it = m_ids.find(id);
