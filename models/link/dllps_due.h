@@ -32,7 +32,7 @@ inline uint64_t due_dllps(uint64_t& counter, uint64_t fresh, uint64_t limit) {
 // give raw * (1 - a) * (1 - s), a * s above it; seed 3489 of tests/generated). The DLLPs due
 // as `fresh` bytes go out, given the time each counter has run up.
 inline uint64_t dllps_due_for(uint64_t& ack_time, uint64_t& fc_time, uint64_t fresh,
-                       const channel_timing& t) {
+                              const channel_timing& t) {
   const uint64_t byte_units = t.skip_ordered_sets ? pcie::skip_interval_symbols : 1;
   const uint64_t limit_units =
       t.skip_ordered_sets ? pcie::skip_interval_symbols - pcie::skip_symbols : 1;
