@@ -18,6 +18,10 @@
 
 #include "probe.h"
 
+#ifdef CUDA_PROBE_MODEL
+#include "models/driver/kernel/syscalls.h"
+#endif
+
 namespace cuda_probe::named_memory {
 
 constexpr size_t page = 4096;
@@ -85,6 +89,68 @@ inline const char* errno_name(int e) {
   std::snprintf(buf, sizeof buf, "errno %d", e);
   return buf;
 }
+
+// What the sequences do with a dma-buf descriptor: the kernel's system calls, or in the model
+// the simulated kernel's (models/driver/kernel/syscalls.h), which answer as Linux does.
+#ifdef CUDA_PROBE_MODEL
+namespace sys = p2psim::kernel::sys;
+inline int fd_close(int fd) {
+  return sys::close(fd);
+}
+inline int fd_fcntl(int fd, int cmd) {
+  return sys::fcntl(fd, cmd);
+}
+inline off_t fd_lseek(int fd, off_t off, int whence) {
+  return sys::lseek(fd, off, whence);
+}
+inline std::string fd_link(int fd) {
+  return sys::fd_link(fd);
+}
+inline std::string fd_info(int fd) {
+  return sys::fdinfo(fd);
+}
+inline unsigned long long fd_inode(int fd) {
+  return sys::inode(fd);
+}
+inline int fd_mmap_errno(int fd) {
+  return sys::mmap_errno(fd);
+}
+#else
+inline int fd_close(int fd) {
+  return close(fd);
+}
+inline int fd_fcntl(int fd, int cmd) {
+  return fcntl(fd, cmd);
+}
+inline off_t fd_lseek(int fd, off_t off, int whence) {
+  return lseek(fd, off, whence);
+}
+inline std::string fd_link(int fd) {
+  char link[256] = {0};
+  const ssize_t n = readlink(fmt("/proc/self/fd/%d", fd).c_str(), link, sizeof link - 1);
+  return n > 0 ? std::string(link, (size_t)n) : std::string();
+}
+inline std::string fd_info(int fd) {
+  std::string text;
+  if (FILE* f = std::fopen(fmt("/proc/self/fdinfo/%d", fd).c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, f)) text += buf;
+    std::fclose(f);
+  }
+  return text;
+}
+inline unsigned long long fd_inode(int fd) {
+  struct stat st {};
+  return fstat(fd, &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+// 0 if the buffer maps (never touched), else the errno of mmap.
+inline int fd_mmap_errno(int fd) {
+  void* m = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) return errno;
+  munmap(m, 4096);
+  return 0;
+}
+#endif
 
 inline std::string size_name(size_t n) {
   if (n && n % MiB == 0) return fmt("%zuMiB", n / MiB);

@@ -108,6 +108,7 @@ typedef enum CUdevice_attribute_enum P2PSIM_CU_ANY_INT {
   CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83,
   CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS = 88,
   CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91,
+  CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES = 98,
   CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED = 99,
   CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES = 100,
   CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
@@ -117,8 +118,10 @@ typedef enum CUdevice_attribute_enum P2PSIM_CU_ANY_INT {
   CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED = 116,
   CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS = 117,
   CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING = 118,
+  CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES = 119,
   CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124,
   CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED = 125,
+  CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED = 128,
   CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED = 146
 } CUdevice_attribute;
 
@@ -183,6 +186,15 @@ typedef enum CUstream_flags_enum {
 #define CU_MEMHOSTREGISTER_IOMEMORY 0x04 /* the range is a device's MMIO, not memory */
 #define CU_MEMHOSTREGISTER_READ_ONLY 0x08
 
+/* What cuMemGetHandleForAddressRange makes of a range of device memory (guide 4.1: the
+ * upstream Linux path, a dma-buf file descriptor), and its flags. */
+typedef enum CUmemRangeHandleType_enum P2PSIM_CU_ANY_INT {
+  CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 0x1
+} CUmemRangeHandleType;
+typedef enum CUmemRangeFlags_enum {
+  CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE = 0x1 /* BAR1 mappings only: not supported */
+} CUmemRangeFlags;
+
 /* Guide 7.2. */
 typedef struct CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st {
   unsigned long long p2pToken;
@@ -204,17 +216,20 @@ CUresult cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWritesTarget target,
                                     CUflushGPUDirectRDMAWritesScope scope);
 CUresult cuGetErrorName(CUresult error, const char** pStr);
 
-/* ---- contexts (one current context per process: no context stack) ---- */
+/* ---- contexts (a stack per process; cuCtxCreate pushes) ---- */
 CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev);
 CUresult cuCtxDestroy(CUcontext ctx); /* frees its memory, revoking pins (guide 5.3) */
 CUresult cuCtxGetCurrent(CUcontext* pctx);
 CUresult cuCtxSetCurrent(CUcontext ctx);
+CUresult cuCtxPushCurrent(CUcontext ctx);
+CUresult cuCtxPopCurrent(CUcontext* pctx);
 CUresult cuCtxSynchronize(void);
 
 /* ---- memory ---- */
 CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize);
 CUresult cuMemFree(CUdeviceptr dptr); /* runs nv-p2p free callbacks first (guide 5.3) */
 CUresult cuMemGetAddressRange(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr);
+CUresult cuMemGetInfo(size_t* free, size_t* total);  /* of the current context's device */
 CUresult cuMemAllocHost(void** pp, size_t bytesize); /* page-locked; needs no context */
 CUresult cuMemFreeHost(void* p);
 
@@ -230,6 +245,12 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevi
 CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes,
                                 void** data, CUdeviceptr ptr);
 CUresult cuPointerSetAttribute(const void* value, CUpointer_attribute attribute, CUdeviceptr ptr);
+
+/* ---- dma-buf export (guide 4.1): `handle` is an int*, the descriptor; a third-party
+ * driver imports it with dma_buf_get. An open descriptor keeps the memory of every
+ * allocation the range touches alive, past cuMemFree and cuCtxDestroy. ---- */
+CUresult cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dptr, size_t size,
+                                       CUmemRangeHandleType handleType, unsigned long long flags);
 
 /* ---- copies and streams ---- */
 CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount);

@@ -141,10 +141,13 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
       else
         *pi = CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER;
       break;
+    // cuMemGetHandleForAddressRange exports device memory, not host memory (driver 580).
     case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
+      *pi = 1;
+      break;
     case CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED:
       *pi = 0;
-      break;  // only nv-p2p is modelled
+      break;
     // Page-locked host memory (cuda_host_memory.cpp): mapped at its host address, any range
     // may be registered, read-only too; pageable memory is not reachable from the GPUs.
     case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
@@ -157,9 +160,14 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
     case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
       *pi = 0;
       break;
-    // Not modelled: the VMM API, its shareable handles, IPC events.
+    case CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES:
+      *pi = 0;
+      break;  // no cuFlushRemoteWrites (an H200 says 0 too)
+    // Not modelled: the VMM API, its shareable handles, memory pools, IPC events.
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:
     case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
       *pi = 0;
       break;
@@ -283,6 +291,24 @@ CUresult cuCtxSetCurrent(CUcontext ctx) {
   return CUDA_SUCCESS;
 }
 
+// Not probed on the real driver: the documented answers (a destroyed or NULL context to push,
+// an empty stack to pop: CUDA_ERROR_INVALID_CONTEXT).
+CUresult cuCtxPushCurrent(CUcontext ctx) {
+  if (CUresult r = check_init()) return r;
+  if (!live_context(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  me().stack.push_back(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent(CUcontext* pctx) {
+  if (CUresult r = check_init()) return r;
+  auto& stack = me().stack;
+  if (stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (pctx) *pctx = stack.back();
+  stack.pop_back();
+  return CUDA_SUCCESS;
+}
+
 CUresult cuCtxSynchronize(void) {
   if (CUresult r = check_init()) return r;
   CUctx_st* c = current_context();
@@ -316,6 +342,18 @@ CUresult cuMemFree(CUdeviceptr dptr) {
   if (!a || a->va != dptr) return CUDA_ERROR_INVALID_VALUE;      // only an allocation's base
   if (CUctx_st* c = context_of(a->ctx)) synchronize_context(c);  // "may synchronize"
   drv().mem_free(pid, dptr);  // revokes pins through their free callbacks first (5.3)
+  return CUDA_SUCCESS;
+}
+
+// Free VRAM as the driver counts it: 64 KiB frames mapped by allocations or held by pins and
+// dma-bufs (a dma-buf's memory is still taken after cuMemFree: h200_cuda13_dmabuf.txt).
+CUresult cuMemGetInfo(size_t* free, size_t* total) {
+  if (CUresult r = check_init()) return r;
+  CUctx_st* c = current_context();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!free || !total) return CUDA_ERROR_INVALID_VALUE;
+  *total = drv().gpu(c->device).vram->capacity();
+  *free = *total - drv().vram_used_bytes(c->device);
   return CUDA_SUCCESS;
 }
 

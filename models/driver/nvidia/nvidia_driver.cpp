@@ -235,6 +235,7 @@ void nvidia_driver::give_back_va(process_state& ps, uint64_t va, uint64_t reserv
   ch.free.give_back(va, reserve);
   ch.used -= reserve;
   if (ch.used == 0) {
+    unmap_unused_pages(ps, base);
     ps.chunks.erase(base);
     give_back_va(ps, base, alloc_chunk_bytes, false);
   }

@@ -126,6 +126,8 @@ class nvidia_driver {
   allocation* find_allocation(kernel::pid_t pid, uint64_t va);
   // Exit of a process: all its memory is freed, callbacks run, contexts go (5.3).
   void process_exit(kernel::pid_t pid);
+  // VRAM in use on `gpu` (frames mapped or held), in bytes: what cuMemGetInfo counts as taken.
+  uint64_t vram_used_bytes(int gpu) const;
   // VRAM offset and GPU of the byte at `va` in `pid`'s address space.
   std::optional<std::pair<int, uint64_t>> vram_of(kernel::pid_t pid, uint64_t va) const;
 
@@ -141,6 +143,18 @@ class nvidia_driver {
   int dma_unmap_pages(pci_dev* peer, nvidia_p2p_page_table_t* table,
                       nvidia_p2p_dma_mapping_t* mapping);
   int free_dma_mapping(nvidia_p2p_dma_mapping_t* mapping);
+
+  // ---- dma-buf export (cuMemGetHandleForAddressRange; docs/driver-model.md, "dma-buf") ----
+  // Whether [va, va + size) of `pid` is device memory the driver can export: every 64 KiB
+  // page of it mapped on one GPU, or in a 2 MiB chunk that small allocations are carved from
+  // (the driver backs a chunk whole; driver 580 exports a chunk's unallocated bytes too).
+  bool exportable(kernel::pid_t pid, uint64_t va, uint64_t size) const;
+  // Makes [va, va + size) of `pid` a dma-buf and opens it in `pid`'s file table: the
+  // descriptor, or -EINVAL when the range is not exportable. The buffer holds the VRAM of every
+  // allocation the range touches (driver 580 frees none of it, not even outside the range,
+  // until the last descriptor of any export of it is closed) and outlives cuMemFree and
+  // cuCtxDestroy of that memory.
+  int export_dma_buf(kernel::pid_t pid, uint64_t va, uint64_t size);
 
   // ---- what happened ----
   static constexpr size_t max_events = 1000;  // kept; later ones only counted
@@ -158,7 +172,8 @@ class nvidia_driver {
   double take_elapsed_ns();
 
  private:
-  struct pin;  // pin.h
+  struct pin;             // pin.h
+  class exported_memory;  // dma_buf_export.cpp: what a dma-buf of this driver holds
   struct gpu_state {
     gpu_resources res;
     vram_frames frames;
@@ -202,6 +217,8 @@ class nvidia_driver {
                                       const std::function<bool(uint64_t)>& usable);
   // Returns an allocation's VA to its chunk or to its context's block.
   void give_back_va(process_state& ps, uint64_t va, uint64_t reserve, bool in_chunk);
+  // A chunk's pages that an export mapped and no allocation uses go with the chunk.
+  void unmap_unused_pages(process_state& ps, uint64_t chunk_base);
   void release_blocks(process_state& ps, int ctx);  // once its allocations are gone
   void forget_context(int ctx);
   // The pins the NVIDIA driver tracks, by the page table it handed out.

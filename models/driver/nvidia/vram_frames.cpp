@@ -15,7 +15,13 @@ std::optional<uint64_t> vram_frames::take() {
     return std::nullopt;
   }
   m_mapped[f] = true;
+  ++m_used;
   return f;
+}
+
+void vram_frames::hold(uint64_t frame) {
+  if (!in_use(frame)) throw std::logic_error("VRAM frame held while free");
+  ++m_holds[frame];
 }
 
 void vram_frames::unmap(uint64_t frame) {
@@ -31,7 +37,9 @@ void vram_frames::let_go(uint64_t frame) {
 }
 
 void vram_frames::free_if_unused(uint64_t frame) {
-  if (!in_use(frame)) m_freed.insert(frame);
+  if (in_use(frame)) return;
+  m_freed.insert(frame);
+  --m_used;
 }
 
 }  // namespace p2psim::nv

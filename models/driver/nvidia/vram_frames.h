@@ -19,12 +19,13 @@ class vram_frames {
   std::optional<uint64_t> take();
   // Its VA page went: the frame is free once no pin holds it.
   void unmap(uint64_t frame);
-  // A pin holds the frame / lets go of it.
-  void hold(uint64_t frame) { ++m_holds.at(frame); }
+  // A pin or a dma-buf holds the frame (one in use) / lets go of it.
+  void hold(uint64_t frame);
   void let_go(uint64_t frame);
   bool held(uint64_t frame) const { return m_holds.at(frame) > 0; }
   bool in_use(uint64_t frame) const { return m_mapped.at(frame) || m_holds.at(frame) > 0; }
   uint64_t count() const { return m_mapped.size(); }
+  uint64_t used() const { return m_used; }  // frames in use
 
  private:
   void free_if_unused(uint64_t frame);
@@ -33,6 +34,7 @@ class vram_frames {
   std::vector<uint32_t> m_holds;
   std::set<uint64_t> m_freed;  // free frames below m_fresh
   uint64_t m_fresh = 0;        // every frame from here on has never been used
+  uint64_t m_used = 0;
 };
 
 }  // namespace p2psim::nv
