@@ -213,6 +213,7 @@ program_spec read_program(const config::node_reader& root) {
     s.loc = d->loc("device");
     s.device = d->str("device");
     s.dma_map = d->choice("dma_map", {"auto", "true", "false"}, "auto");
+    s.path = d->choice("path", {"nv_p2p", "dma_buf"}, "nv_p2p");
     s.wait_in_callback = d->boolean("wait_in_callback", true);
     if (auto c = d->optional_child("regcache")) {
       s.cache = c->boolean("enabled", true);

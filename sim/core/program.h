@@ -25,6 +25,7 @@ struct driver_spec {           // the NVIDIA driver model (models/driver/nvidia)
 struct peer_spec {     // the DMA device's kernel driver and registration cache (models/driver/peer)
   std::string device;  // a DMA engine of the topology
   std::string dma_map = "auto";  // auto (when its IOMMU translates) | true | false
+  std::string path = "nv_p2p";   // how it gets GPU memory: nv_p2p | dma_buf (guide 4.1)
   bool cache = true;             // registration cache with lazy unpinning
   bool tag_check = true;         // buffer-ID check on every reuse (guide 6.5)
   uint64_t max_pinned = 0;       // bytes per process; 0: only BAR1 exhaustion evicts

@@ -77,6 +77,8 @@ peer::regcache& program_runner::cache_of(int pid) {
   auto& cache = m_caches[pid];
   if (!cache) {
     peer::regcache_params rp;
+    rp.path = m_spec.peer->path == "dma_buf" ? peer::gpu_memory_path::dma_buf
+                                             : peer::gpu_memory_path::nv_p2p;
     rp.enabled = m_spec.peer->cache;
     rp.tag_check = m_spec.peer->tag_check;
     rp.max_pinned_bytes = m_spec.peer->max_pinned;
@@ -94,6 +96,18 @@ void program_runner::wait_driver_time() {
   sample_bar1();
 }
 
+// Whether region `r` maps GPU `g`'s memory: a pin's page table names the GPU; an imported
+// dma-buf's addresses lie in its BAR1 (behind the device's IOMMU when that translates).
+bool program_runner::on_gpu(const peer::kmd_region& r, int g) {
+  const auto& res = m_driver.gpu(g);
+  if (r.page_table) return std::equal(res.uuid.begin(), res.uuid.end(), r.page_table->gpu_uuid);
+  if (r.device_runs.empty()) return false;
+  uint64_t bus = r.device_runs.front().bus;
+  if (m_peer_dev.iommu && m_peer_dev.iommu->mode() == iommu::iommu_mode::translating)
+    bus = m_peer_dev.iommu->translate(bus, false).address;
+  return bus >= res.bar1_bus_base && bus - res.bar1_bus_base < res.bar1->size();
+}
+
 // Called after every driver call that can change BAR1: pins only grow inside a call (a cache
 // evicts before it pins), so the peak is never between two samples.
 void program_runner::sample_bar1() {
@@ -108,8 +122,7 @@ void program_runner::sample_bar1() {
     peak = {used, 0, 0, used - res.bar1->reserved()};
     if (!m_kmd) continue;
     for (const auto& r : m_kmd->regions()) {
-      if (r->invalidated || !std::equal(res.uuid.begin(), res.uuid.end(), r->page_table->gpu_uuid))
-        continue;
+      if (r->invalidated || r->host || !on_gpu(*r, g)) continue;
       peak.requested += r->requested;
       peak.pinned += r->size;
     }
@@ -185,6 +198,7 @@ std::string program_runner::run_step(const step_spec& s) {
   kernel::as_process as(pid);
   if (s.call == "exit") {
     m_driver.process_exit(pid);
+    kernel::current_os().dma_bufs().close_all(pid);  // its descriptors close with it
     return "ok";
   }
   if (s.call == "dma" && !s.pin.empty()) {  // through a pin's bus addresses

@@ -147,6 +147,7 @@ class program_runner : public sc_core::sc_module {
   void sample_bar1();
   // The registration cache of a process: user space, so each process has its own (guide 5.2).
   peer::regcache& cache_of(int pid);
+  bool on_gpu(const peer::kmd_region& r, int gpu);
   int pid_of(const std::string& process) const;
 
   fabric_system& m_sys;

@@ -430,6 +430,9 @@ json program_runner::results() const {
                  {"callbacks", c.callbacks},
                  {"refused_calls", c.refused},
                  {"get_pages_enomem", c.bar1_exhausted},
+                 {"dma_buf_exports", c.dma_buf_exports},
+                 {"dma_buf_maps", c.dma_buf_maps},
+                 {"dma_buf_unmaps", c.dma_buf_unmaps},
                  {"pinning_ns", c.pin_ns}};
   j["driver"]["events"] = json::array();
   for (const auto& e : m_driver.events())

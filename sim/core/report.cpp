@@ -91,6 +91,12 @@ void print_program(std::ostream& os, const nlohmann::json& p) {
       "pinning took {:.3f} ms\n",
       d["pins"].get<uint64_t>(), d["unpins"].get<uint64_t>(), d["callbacks"].get<uint64_t>(),
       d["refused_calls"].get<uint64_t>(), d["pinning_ns"].get<double>() / 1e6);
+  if (d.value("dma_buf_exports", uint64_t(0)))
+    os << fmt::format(
+        "    dma-buf: {} exports, {} maps and {} unmaps by importers (their BAR1 mapping is "
+        "in the pinning time)\n",
+        d["dma_buf_exports"].get<uint64_t>(), d["dma_buf_maps"].get<uint64_t>(),
+        d["dma_buf_unmaps"].get<uint64_t>());
   if (p.contains("regcache")) {
     const auto& c = p["regcache"];
     os << fmt::format(

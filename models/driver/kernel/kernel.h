@@ -66,8 +66,8 @@ class os {
   void set_copy_executor(cuda::copy_executor* e);  // nullptr: the instant one. Not owned.
   // Its processes' memory: blocks, the frames behind them, pins.
   user_memory& memory() { return m_memory; }
-  // Its processes' open file descriptors (dma-buf files).
-  file_table& files() { return m_files; }
+  // Its dma-bufs: the processes' descriptors for them, importers' attachments and mappings.
+  dma_buf_core& dma_bufs() { return m_dma_bufs; }
   // The NUMA node a process's memory is allocated on (numactl --membind); 0 unless set.
   int numa_node(pid_t pid) const;
   void set_numa_node(pid_t pid, int node) { m_nodes[pid] = node; }
@@ -76,8 +76,8 @@ class os {
   friend class as_process;
   nv::nvidia_driver& m_nvidia;
   pid_t m_current = 0;
-  user_memory m_memory;  // before the CUDA state, whose pinned blocks it holds
-  file_table m_files;    // its dma-bufs hold memory of the driver, which outlives the OS
+  user_memory m_memory;     // before the CUDA state, whose pinned blocks it holds
+  dma_buf_core m_dma_bufs;  // its buffers hold memory of the driver, which outlives the OS
   std::map<pid_t, int> m_nodes;
   std::unique_ptr<cuda::detail::state> m_cuda;
   std::unique_ptr<cuda::instant_copy_executor> m_instant;

@@ -10,8 +10,8 @@
 namespace p2psim::kernel::sys {
 namespace {
 
-std::shared_ptr<dma_buf> open_file(int fd) {
-  auto f = current_os().files().get(current_pid(), fd);
+dma_buf* open_file(int fd) {
+  dma_buf* f = current_os().dma_bufs().file(current_pid(), fd);
   if (!f) errno = EBADF;
   return f;
 }
@@ -19,7 +19,7 @@ std::shared_ptr<dma_buf> open_file(int fd) {
 }  // namespace
 
 int close(int fd) {
-  const int r = current_os().files().close(current_pid(), fd);
+  const int r = current_os().dma_bufs().close(current_pid(), fd);
   if (r == 0) return 0;
   errno = -r;
   return -1;
@@ -34,7 +34,7 @@ int fcntl(int fd, int cmd) {
 }
 
 off_t lseek(int fd, off_t offset, int whence) {
-  auto f = open_file(fd);
+  dma_buf* f = open_file(fd);
   if (!f) return -1;
   if (offset != 0 || (whence != SEEK_SET && whence != SEEK_END)) {
     errno = EINVAL;
@@ -48,14 +48,14 @@ std::string fd_link(int fd) {
 }
 
 std::string fdinfo(int fd) {
-  auto f = open_file(fd);
+  dma_buf* f = open_file(fd);
   if (!f) return "";
   return fmt::format("pos:\t0\nflags:\t0{:o}\nino:\t{}\nsize:\t{}\ncount:\t1\nexp_name:\t{}\n",
                      dma_buf_file_flags, f->ino, f->size, f->exporter->name());
 }
 
 uint64_t inode(int fd) {
-  auto f = open_file(fd);
+  dma_buf* f = open_file(fd);
   return f ? f->ino : 0;
 }
 

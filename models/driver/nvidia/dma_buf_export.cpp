@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "models/driver/nvidia/nvidia_driver.h"
+#include "models/iommu/iommu.h"
 
 namespace p2psim::nv {
 
@@ -17,23 +18,111 @@ uint64_t chunk_base(uint64_t va) {
 }
 }  // namespace
 
-// The VRAM frames behind a dma-buf: held from the export until the buffer's release (the
-// destructor, run when its last descriptor or importer reference goes).
+// What a dma-buf of this driver holds: the VRAM frames of every allocation its range touches,
+// from the export until the buffer's release (the destructor, run when its last descriptor or
+// importer reference goes). A map gives the importer the range's BAR1 addresses, translated by
+// its IOMMU when that translates (as nvidia_p2p_dma_map_pages does), and takes BAR1 pages
+// shared with the pins and mappings of the same memory (guide 4.7); the unmap gives them back.
+// The memory never moves, so the exporter never calls move_notify.
 class nvidia_driver::exported_memory : public kernel::dma_buf_exporter {
  public:
-  exported_memory(nvidia_driver& d, int gpu, std::vector<uint64_t> frames)
-      : m_driver(d), m_gpu(gpu), m_frames(std::move(frames)) {
-    for (uint64_t f : m_frames) m_driver.m_gpus[m_gpu].frames.hold(f);
+  exported_memory(nvidia_driver& d, int gpu, std::vector<uint64_t> held,
+                  std::vector<uint64_t> range, uint64_t first_offset, uint64_t size)
+      : m_driver(d),
+        m_gpu(gpu),
+        m_held(std::move(held)),
+        m_range(std::move(range)),
+        m_first_offset(first_offset),
+        m_size(size) {
+    for (uint64_t f : m_held) m_driver.m_gpus[m_gpu].frames.hold(f);
   }
   ~exported_memory() override {
-    for (uint64_t f : m_frames) m_driver.m_gpus[m_gpu].frames.let_go(f);
+    for (auto& [sgt, m] : m_maps) release(m);  // the core unmaps first; this is a safety net
+    for (uint64_t f : m_held) m_driver.m_gpus[m_gpu].frames.let_go(f);
   }
   const char* name() const override { return "nv_dmabuf"; }
 
+  int map(const kernel::dma_buf_attachment& a, kernel::sg_table& out) override {
+    // Device memory behind a BAR, not struct pages: a dynamic importer must say it can reach
+    // it (nv_dma_buf_map refuses, and the core turns the refusal into -ENOMEM).
+    if (a.importer_ops && !a.peer2peer)
+      return m_driver.refuse(ENOMEM, "dma_buf_map_attachment",
+                             "a dynamic attachment without allow_peer2peer");
+    gpu_state& gs = m_driver.m_gpus[m_gpu];
+    if (m_driver.bar1_pages_needed(gs, m_range) > gs.res.bar1->free_pages()) {
+      ++gs.bar1_exhausted;
+      ++m_driver.m_counters.bar1_exhausted;
+      return m_driver.refuse(ENOMEM, "dma_buf_map_attachment",
+                             fmt::format("BAR1 of {} exhausted", gs.res.name));
+    }
+    mapping m;
+    iommu::iommu_domain* io = a.dev ? a.dev->iommu : nullptr;
+    const bool translated = io && io->mode() == iommu::iommu_mode::translating;
+    uint64_t mapped = 0;  // bytes of the range in the segments so far
+    for (uint64_t f : m_range) {
+      const uint64_t b = m_driver.map_bar1(gs, f);
+      m.bar1_pages.push_back(b);
+      uint64_t address = gs.res.bar1_bus_base + b * gpu_page_bytes;
+      if (translated) {
+        auto iova = io->map(address, gpu_page_bytes);
+        if (!iova) {
+          release(m);
+          return m_driver.refuse(ENOMEM, "dma_buf_map_attachment", "the IOVA space is full");
+        }
+        m.iommu = io;
+        m.iovas.push_back(*iova);
+        address = *iova;
+      }
+      // The range's part of this page, joined to the segment before when they are adjacent.
+      const uint64_t offset = m.bar1_pages.size() == 1 ? m_first_offset : 0;
+      const uint64_t length = std::min(gpu_page_bytes - offset, m_size - mapped);
+      mapped += length;
+      if (!out.segments.empty() &&
+          out.segments.back().address + out.segments.back().length == address + offset)
+        out.segments.back().length += length;
+      else
+        out.segments.push_back({address + offset, length});
+    }
+    m_maps.emplace(&out, std::move(m));
+    // The driver maps BAR1 pages as nvidia_p2p_get_pages does; no separate figure for a
+    // dma-buf map was measured, so it costs what a pin of as many pages costs.
+    m_driver.charge(m_driver.m_config.pin_base_ns +
+                    m_driver.m_config.pin_page_ns * double(m_range.size()));
+    ++m_driver.m_counters.dma_buf_maps;
+    return 0;
+  }
+
+  void unmap(const kernel::dma_buf_attachment&, const kernel::sg_table& sgt) override {
+    auto it = m_maps.find(&sgt);
+    if (it == m_maps.end()) return;
+    release(it->second);
+    m_maps.erase(it);
+    m_driver.charge(m_driver.m_config.unpin_base_ns);
+    ++m_driver.m_counters.dma_buf_unmaps;
+  }
+
  private:
+  struct mapping {
+    std::vector<uint64_t> bar1_pages;  // one per page of the range, as far as it got
+    iommu::iommu_domain* iommu = nullptr;
+    std::vector<uint64_t> iovas;
+  };
+  void release(mapping& m) {
+    gpu_state& gs = m_driver.m_gpus[m_gpu];
+    for (uint64_t iova : m.iovas) m.iommu->unmap(iova, gpu_page_bytes);
+    for (size_t i = 0; i < m.bar1_pages.size(); ++i)
+      m_driver.unmap_bar1(gs, m_range[i], m.bar1_pages[i]);
+    m.iovas.clear();
+    m.bar1_pages.clear();
+  }
+
   nvidia_driver& m_driver;
   int m_gpu;
-  std::vector<uint64_t> m_frames;  // one per 64 KiB page, each once
+  std::vector<uint64_t> m_held;   // every page of the allocations touched, each once
+  std::vector<uint64_t> m_range;  // the range's pages, in order
+  uint64_t m_first_offset;        // where the range starts in its first page
+  uint64_t m_size;
+  std::map<const kernel::sg_table*, mapping> m_maps;
 };
 
 bool nvidia_driver::exportable(kernel::pid_t pid, uint64_t va, uint64_t size) const {
@@ -83,10 +172,14 @@ int nvidia_driver::export_dma_buf(kernel::pid_t pid, uint64_t va, uint64_t size)
   std::sort(pages.begin(), pages.end());
   pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
   const int gpu = ps.pages.at(first).gpu;
-  std::vector<uint64_t> frames;
-  for (uint64_t q : pages) frames.push_back(ps.pages.at(q).frame);
-  return kernel::current_os().files().export_fd(
-      pid, size, std::make_unique<exported_memory>(*this, gpu, std::move(frames)));
+  std::vector<uint64_t> held, range;
+  for (uint64_t q : pages) held.push_back(ps.pages.at(q).frame);
+  for (uint64_t q = first; q <= last; ++q) range.push_back(ps.pages.at(q).frame);
+  ++m_counters.dma_buf_exports;
+  return kernel::current_os().dma_bufs().export_fd(
+      pid, size,
+      std::make_unique<exported_memory>(*this, gpu, std::move(held), std::move(range),
+                                        va % gpu_page_bytes, size));
 }
 
 void nvidia_driver::unmap_unused_pages(process_state& ps, uint64_t base) {

@@ -67,6 +67,8 @@ struct driver_counters {
   uint64_t bar1_pages_peak = 0;
   uint64_t events_dropped = 0;  // events beyond max_events, counted but not kept
   double pin_ns = 0;            // total simulated time spent pinning and unpinning
+  // dma-bufs exported (cuMemGetHandleForAddressRange) and importers' maps and unmaps of them.
+  uint64_t dma_buf_exports = 0, dma_buf_maps = 0, dma_buf_unmaps = 0;
 };
 
 class nvidia_driver {
@@ -207,6 +209,12 @@ class nvidia_driver {
   };
 
   int refuse(int err, const std::string& what, const std::string& detail);
+  // Simulated time a pin, unpin or dma-buf map takes (counted in pin_ns, waited out by the
+  // caller through take_elapsed_ns).
+  void charge(double ns) {
+    m_counters.pin_ns += ns;
+    m_elapsed_ns += ns;
+  }
   int tolerate(const std::string& what, const std::string& detail);  // returns 0
   void note(const std::string& what, const std::string& detail);
   process_state& process(kernel::pid_t pid);
@@ -221,6 +229,13 @@ class nvidia_driver {
   void unmap_unused_pages(process_state& ps, uint64_t chunk_base);
   void release_blocks(process_state& ps, int ctx);  // once its allocations are gone
   void forget_context(int ctx);
+  // BAR1 pages for `frames`: how many are not mapped yet (those a new mapping needs), and a
+  // page mapping one frame, shared with the pins and dma-buf mappings that mapped it already
+  // (guide 4.7) unless the driver gives new BAR1 space every time (4.8). The caller checked
+  // that there is room.
+  uint64_t bar1_pages_needed(const gpu_state& gs, const std::vector<uint64_t>& frames) const;
+  uint64_t map_bar1(gpu_state& gs, uint64_t frame);
+  void unmap_bar1(gpu_state& gs, uint64_t frame, uint64_t bar1_page);
   // The pins the NVIDIA driver tracks, by the page table it handed out.
   pin* live_pin(const nvidia_p2p_page_table_t* t) const;
   bool recently_dead(const nvidia_p2p_page_table_t* t) const;

@@ -78,8 +78,9 @@ int nvidia_driver::get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
   const int g = pages.front()->gpu;
   gpu_state& gs = m_gpus[g];
   // BAR1 space in 64 KiB pages; all or nothing (-ENOMEM leaves no partial mapping).
-  uint64_t needed = 0;
-  for (const va_page* p : pages) needed += !(m_config.share_bar1 && gs.bar1_of.count(p->frame));
+  std::vector<uint64_t> frames;
+  for (const va_page* p : pages) frames.push_back(p->frame);
+  const uint64_t needed = bar1_pages_needed(gs, frames);
   if (needed > gs.res.bar1->free_pages()) {
     ++gs.bar1_exhausted;
     ++m_counters.bar1_exhausted;
@@ -102,15 +103,7 @@ int nvidia_driver::get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
   p->uuid = gs.res.uuid;
   for (va_page* page : pages) {
     const uint64_t f = page->frame;
-    uint64_t b;
-    if (m_config.share_bar1 && gs.bar1_of.count(f)) {
-      b = gs.bar1_of[f].first;
-      ++gs.bar1_of[f].second;
-    } else {
-      b = *gs.res.bar1->find_free(1);
-      gs.res.bar1->map(b, 1, f * gpu_page_bytes);
-      if (m_config.share_bar1) gs.bar1_of[f] = {b, 1};
-    }
+    const uint64_t b = map_bar1(gs, f);
     gs.frames.hold(f);
     if (!persistent) page->pins.push_back(p->id);
     p->frames.push_back(f);
@@ -133,10 +126,37 @@ int nvidia_driver::get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
   ++m_counters.pins;
   if (persistent) ++m_counters.persistent_pins;
   double cost = m_config.pin_base_ns + m_config.pin_page_ns * double(pages.size());
-  m_counters.pin_ns += cost;
-  m_elapsed_ns += cost;
-  m_counters.bar1_pages_peak = std::max(m_counters.bar1_pages_peak, gs.res.bar1->mapped_pages());
+  charge(cost);
   return 0;
+}
+
+uint64_t nvidia_driver::bar1_pages_needed(const gpu_state& gs,
+                                          const std::vector<uint64_t>& frames) const {
+  uint64_t needed = 0;
+  for (uint64_t f : frames) needed += !(m_config.share_bar1 && gs.bar1_of.count(f));
+  return needed;
+}
+
+uint64_t nvidia_driver::map_bar1(gpu_state& gs, uint64_t frame) {
+  if (m_config.share_bar1)
+    if (auto it = gs.bar1_of.find(frame); it != gs.bar1_of.end()) {
+      ++it->second.second;
+      return it->second.first;
+    }
+  const uint64_t b = *gs.res.bar1->find_free(1);
+  gs.res.bar1->map(b, 1, frame * gpu_page_bytes);
+  if (m_config.share_bar1) gs.bar1_of[frame] = {b, 1};
+  m_counters.bar1_pages_peak = std::max(m_counters.bar1_pages_peak, gs.res.bar1->mapped_pages());
+  return b;
+}
+
+void nvidia_driver::unmap_bar1(gpu_state& gs, uint64_t frame, uint64_t bar1_page) {
+  if (m_config.share_bar1) {
+    auto& [b, refs] = gs.bar1_of.at(frame);
+    if (--refs > 0) return;  // still shared with another pin or mapping (guide 4.7)
+    gs.bar1_of.erase(frame);
+  }
+  gs.res.bar1->unmap(bar1_page, 1);
 }
 
 // Unmaps what the pin mapped, lets go of its frames, drops it from the indexes and keeps its
@@ -153,13 +173,7 @@ void nvidia_driver::end_pin(pin& p) {
   auto pit = p.persistent ? m_processes.end() : m_processes.find(p.memory_pid);
   for (size_t i = 0; i < p.frames.size(); ++i) {
     const uint64_t f = p.frames[i];
-    bool unmap = true;
-    if (m_config.share_bar1) {
-      auto& [b, refs] = gs.bar1_of.at(f);
-      unmap = --refs == 0;  // still shared with another pin: stays mapped (guide 4.7)
-      if (unmap) gs.bar1_of.erase(f);
-    }
-    if (unmap) gs.res.bar1->unmap(p.bar1_pages[i], 1);
+    unmap_bar1(gs, f, p.bar1_pages[i]);
     if (pit != m_processes.end()) {
       auto page = pit->second.pages.find(p.va / gpu_page_bytes + i);
       if (page != pit->second.pages.end()) std::erase(page->second.pins, p.id);
@@ -219,8 +233,7 @@ int nvidia_driver::put_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
                              va, p->va));
   end_pin(*p);
   ++m_counters.unpins;
-  m_counters.pin_ns += m_config.unpin_base_ns;
-  m_elapsed_ns += m_config.unpin_base_ns;
+  charge(m_config.unpin_base_ns);
   return 0;
 }
 
@@ -236,8 +249,7 @@ int nvidia_driver::put_pages_persistent(uint64_t va, nvidia_p2p_page_table_t* ta
     tolerate(fn, fmt::format("virtual_address 0x{:x} differs from the pinned 0x{:x}", va, p->va));
   end_pin(*p);
   ++m_counters.unpins;
-  m_counters.pin_ns += m_config.unpin_base_ns;
-  m_elapsed_ns += m_config.unpin_base_ns;
+  charge(m_config.unpin_base_ns);
   return 0;
 }
 

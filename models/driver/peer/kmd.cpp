@@ -13,6 +13,8 @@ kmd::kmd(pci_dev* device, bool use_dma_map) : m_device(device), m_use_dma_map(us
     if (r.in_flight)
       throw std::logic_error("free callback with DMA in flight and no way to wait for it");
   };
+  m_importer_ops.allow_peer2peer = true;
+  m_importer_ops.move_notify = move_notify;
 }
 
 kmd::~kmd() = default;
@@ -90,6 +92,64 @@ int kmd::pin_host(uint64_t address, uint64_t size, kmd_region** out) {
   return 0;
 }
 
+int kmd::import_dma_buf(int fd, uint64_t address, kmd_region** out) {
+  if (!out) return -EINVAL;
+  kernel::dma_buf* buf = dma_buf_get(fd);
+  if (IS_ERR(buf)) return int(PTR_ERR(buf));
+  if (buf->size > ~uint64_t(0) - address) {
+    dma_buf_put(buf);
+    return -EINVAL;
+  }
+  auto r = std::make_unique<kmd_region>();
+  r->va = address;
+  r->size = r->requested = buf->size;
+  r->owner = this;
+  r->pid = kernel::current_pid();
+  r->id = m_next_id++;
+  r->dmabuf = buf;
+  int ret = 0;
+  r->attachment = dma_buf_dynamic_attach(buf, m_device, &m_importer_ops, r.get());
+  if (IS_ERR(r->attachment)) {
+    ret = int(PTR_ERR(r->attachment));
+    r->attachment = nullptr;
+  } else {
+    r->sgt = dma_buf_map_attachment(r->attachment, kernel::DMA_BIDIRECTIONAL);
+    if (IS_ERR(r->sgt)) {
+      ret = int(PTR_ERR(r->sgt));
+      r->sgt = nullptr;
+    }
+  }
+  if (ret) {
+    release_dma_buf(*r);
+    ++m_stats.pin_failures;
+    return ret;
+  }
+  for (const auto& seg : r->sgt->segments) r->device_runs.push_back({seg.address, seg.length});
+  ++m_stats.pins;
+  *out = r.get();
+  m_regions.push_back(std::move(r));
+  return 0;
+}
+
+void kmd::release_dma_buf(kmd_region& r) {
+  if (r.sgt) dma_buf_unmap_attachment(r.attachment, r.sgt, kernel::DMA_BIDIRECTIONAL);
+  if (r.attachment) dma_buf_detach(r.dmabuf, r.attachment);
+  dma_buf_put(r.dmabuf);
+  r.sgt = nullptr;
+  r.attachment = nullptr;
+  r.dmabuf = nullptr;
+}
+
+void kmd::move_notify(kernel::dma_buf_attachment* attach) {
+  auto* r = static_cast<kmd_region*>(attach->importer_priv);
+  kmd& k = *r->owner;
+  ++k.m_stats.callbacks;
+  if (r->in_flight) ++k.m_stats.waited_callbacks;
+  k.m_wait(*r);
+  r->invalidated = true;
+  r->device_runs.clear();
+}
+
 int kmd::unpin(kmd_region* r) {
   // The pointer is only compared until it is known to be one of ours: a stale one must not be
   // read.
@@ -101,6 +161,12 @@ int kmd::unpin(kmd_region* r) {
   // nothing (guide 6.3), and forget a region that is still pinned.
   if (r->pid != kernel::current_pid()) return -EINVAL;
   if (r->invalidated) return -EINVAL;  // revoked: its page table is gone (6.4); see forget()
+  if (r->dmabuf) {
+    release_dma_buf(*r);
+    ++m_stats.unpins;
+    m_regions.erase(it);
+    return 0;
+  }
   if (r->host) {
     for (const auto& m : r->iommu_maps) m_device->iommu->unmap(m.bus, m.bytes);
     kernel::current_os().memory().unpin(reinterpret_cast<const void*>(uintptr_t(r->va)), r->size);
@@ -128,6 +194,7 @@ int kmd::forget(kmd_region* r) {
   auto it =
       std::find_if(m_regions.begin(), m_regions.end(), [&](const auto& p) { return p.get() == r; });
   if (it == m_regions.end()) return -EINVAL;
+  if (r->dmabuf) release_dma_buf(*r);  // revoked by move_notify: the reference is still held
   m_regions.erase(it);
   return 0;
 }
@@ -137,7 +204,7 @@ int kmd::dma_segments(const kmd_region& r, uint64_t address, uint64_t length, ui
   if (r.invalidated || !length || address < r.va || address - r.va > r.size ||
       length > r.size - (address - r.va))
     return -EINVAL;
-  if (r.host) {  // the device's runs, from va on
+  if (r.host || r.dmabuf) {  // the device's runs, from va on
     uint64_t skip = address - r.va;
     for (const auto& run : r.device_runs) {
       if (skip >= run.bytes) {

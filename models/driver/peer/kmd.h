@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/driver/kernel/dma_buf.h"
 #include "models/driver/kernel/user_memory.h"
 #include "models/driver/nvidia/nv-p2p.h"
 
@@ -45,6 +46,13 @@ struct kmd_region {
   // No page table, and never revoked: the pages stay until unpinned, even if the process
   // frees its memory meanwhile.
   bool host = false;
+  // GPU memory imported as a dma-buf (guide 4.1, the upstream path): the buffer the driver
+  // holds a reference to, its attachment for the device and the mapping. No page table: the
+  // device's runs are the mapping's segments. The NVIDIA exporter never moves the memory, so
+  // such a region is never revoked by a free; the exporter's move_notify would revoke it.
+  kernel::dma_buf* dmabuf = nullptr;
+  kernel::dma_buf_attachment* attachment = nullptr;
+  kernel::sg_table* sgt = nullptr;
   std::vector<kernel::bus_run> device_runs;  // the device's addresses of [va, va + size)
   std::vector<kernel::bus_run> iommu_maps;   // IOVA ranges to unmap
 };
@@ -68,6 +76,13 @@ class kmd {
   // its device. 0, -EINVAL (size 0), -EFAULT (not the process's memory), -ENOMEM (no I/O
   // address space left).
   int pin_host(uint64_t address, uint64_t size, kmd_region** out);
+  // The upstream path (guide 4.1): imports the dma-buf behind the calling process's descriptor
+  // `fd` (dma_buf_get; a dynamic attachment that allows peer-to-peer, as RDMA drivers make;
+  // dma_buf_map_attachment) as a region for [address, address + the buffer's size): the
+  // address the program exported it from, which its DMA requests name. The region holds its
+  // own reference, so the program may close `fd` at once. 0, -EBADF (not an open
+  // descriptor), -EINVAL, or the -errno of the attach or map (-ENOMEM: no BAR1 or IOVA left).
+  int import_dma_buf(int fd, uint64_t address, kmd_region** out);
   // The guide's unpin_memory (6.3). -EINVAL for a region that is not (or no longer) this
   // driver's, or another process's, or that was revoked meanwhile (its page table is already
   // gone and must not be used: forget() drops it).
@@ -95,6 +110,11 @@ class kmd {
 
  private:
   static void free_callback(void* data);  // the guide's free_callback (6.4)
+  // An imported dma-buf's move_notify: as the free callback, the region is revoked once its
+  // DMA has drained.
+  static void move_notify(kernel::dma_buf_attachment* attach);
+  void release_dma_buf(kmd_region& r);  // unmap (if mapped), detach, put
+  kernel::dma_buf_attach_ops m_importer_ops;
 
   pci_dev* m_device;
   bool m_use_dma_map;

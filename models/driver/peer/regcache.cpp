@@ -4,6 +4,7 @@
 
 #include "models/driver/cuda/cuda.h"
 #include "models/driver/kernel/kernel.h"
+#include "models/driver/kernel/syscalls.h"
 
 namespace p2psim::peer {
 
@@ -90,7 +91,7 @@ int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
   }
   kmd_region* r = nullptr;
   int ret;
-  while ((ret = m_kmd.pin(base, bytes, &r)) == -ENOMEM) {  // BAR1 full: evict one, retry
+  while ((ret = pin(base, bytes, &r)) == -ENOMEM) {  // BAR1 full: evict one, retry
     if (!evict_one()) return ret;
     ++m_stats.enomem_retries;
   }
@@ -100,14 +101,32 @@ int regcache::acquire(uint64_t address, uint64_t size, kmd_region** out) {
   e.size = bytes;
   e.region = r;
   e.region_id = r->id;
-  e.size_pinned = r->size;
+  e.size_pinned = aligned_size;  // the BAR1 pages it takes, whichever path
   e.users = 1;
   cuPointerGetAttribute(&e.buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, base);
   m_entries.push_front(e);
-  m_stats.pinned_bytes += r->size;
+  m_stats.pinned_bytes += aligned_size;
   m_stats.peak_pinned_bytes = std::max(m_stats.peak_pinned_bytes, m_stats.pinned_bytes);
   *out = r;
   return 0;
+}
+
+// The dma-buf path exports whole CPU pages (cuMemGetHandleForAddressRange takes 4 KiB-aligned
+// ranges), hands the descriptor to the kernel driver and closes it: the import holds its own
+// reference, as RDMA drivers' registrations of dma-bufs do.
+int regcache::pin(uint64_t base, uint64_t bytes, kmd_region** out) {
+  if (m_params.path == gpu_memory_path::nv_p2p) return m_kmd.pin(base, bytes, out);
+  const uint64_t page = kernel::page_bytes;
+  const uint64_t start = base / page * page;
+  const uint64_t size = (base + bytes - start + page - 1) / page * page;
+  int fd = -1;
+  const CUresult rc =
+      cuMemGetHandleForAddressRange(&fd, start, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+  if (rc == CUDA_ERROR_OUT_OF_MEMORY) return -ENOMEM;
+  if (rc != CUDA_SUCCESS) return -EINVAL;
+  const int ret = m_kmd.import_dma_buf(fd, start, out);
+  kernel::sys::close(fd);
+  return ret;
 }
 
 // Page-locked memory (CUDA says so), or memory the kernel gave the calling process.

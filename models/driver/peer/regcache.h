@@ -23,7 +23,14 @@ enum class eviction_policy {
   fifo,  // pinned longest ago, however often it was used since
 };
 
+// How the cache gets GPU memory to the kernel driver (GPUDirect RDMA 13.3, 4.1).
+enum class gpu_memory_path {
+  nv_p2p,   // the kernel driver pins it with nvidia_p2p_get_pages
+  dma_buf,  // the cache exports it (cuMemGetHandleForAddressRange) and the driver imports it
+};
+
 struct regcache_params {
+  gpu_memory_path path = gpu_memory_path::nv_p2p;
   bool enabled = true;            // false: pin before and unpin after every use
   bool tag_check = true;          // check CU_POINTER_ATTRIBUTE_BUFFER_ID on every hit (6.5)
   uint64_t max_pinned_bytes = 0;  // evict beyond this; 0: only BAR1 exhaustion evicts
@@ -65,6 +72,8 @@ class regcache {
     int users = 0;
   };
   static bool host_memory(uint64_t address, uint64_t size);
+  // A region for [base, base + bytes) of GPU memory by the configured path.
+  int pin(uint64_t base, uint64_t bytes, kmd_region** out);
   bool still_valid(const entry& e) const;
   void drop(std::list<entry>::iterator it);  // unpins it, or forgets it if revoked
   bool evict_one();
