@@ -36,6 +36,7 @@ std::set<std::string> all_calls() {
                                  "cuCtxEnablePeerAccess",
                                  "cuCtxDisablePeerAccess"};
   calls.insert(detail::api_calls().begin(), detail::api_calls().end());
+  calls.insert(detail::dma_buf_call_names().begin(), detail::dma_buf_call_names().end());
   for (const char* c : {"malloc", "free", "cuMemHostAlloc", "cuMemAllocHost", "cuMemFreeHost",
                         "cuMemHostRegister", "cuMemHostUnregister"})
     calls.insert(c);
@@ -71,6 +72,11 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
   }
   if (detail::is_host_call(s.call)) {
     detail::read_host_step(r, s, names);
+    r.done();
+    return s;
+  }
+  if (detail::is_dma_buf_call(s.call)) {
+    detail::read_dma_buf_step(r, s, names);
     r.done();
     return s;
   }
@@ -178,6 +184,9 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
     s.size = r.size("size", 0);  // 0: to the end of the buffer
   }
   if (s.call == "dma") {
+    s.region = r.str("region", "");  // through an imported dma-buf, not the cache
+    if (!s.region.empty() && !names.regions.count(s.region))
+      r.fail("region", "no region '" + s.region + "' was named by an earlier dma_buf_import");
     s.write = r.choice("op", {"write", "read"}) == "write";
     s.count = int(r.integer("count", 1, 1'000'000, 1));
     s.every_ns = r.time_ns("every", 0);

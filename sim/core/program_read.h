@@ -22,6 +22,8 @@ struct program_names {
   std::set<std::string> pins;           // by nvidia_p2p_get_pages(_persistent)
   std::set<std::string> stored;         // by `store` of a pointer attribute
   std::set<std::string> stored_tokens;  // the stored ones that hold P2P_TOKENS
+  std::set<std::string> descriptors;    // by cuMemGetHandleForAddressRange
+  std::set<std::string> regions;        // by dma_buf_import
   bool peer_driver = false;             // the scenario has a `peer_driver` section
 };
 
@@ -35,6 +37,10 @@ void read_pin_dma(const config::node_reader& r, step_spec& s, program_names& nam
 // The host memory calls: malloc, free, cuMemHostAlloc, cuMemAllocHost, cuMemFreeHost,
 // cuMemHostRegister, cuMemHostUnregister (program_read_host.cpp).
 bool is_host_call(const std::string& call);
+// The dma-buf steps (program_read_dma_buf.cpp): export, close, import, release.
+bool is_dma_buf_call(const std::string& call);
+const std::set<std::string>& dma_buf_call_names();
+void read_dma_buf_step(const config::node_reader& r, step_spec& s, program_names& names);
 void read_host_step(const config::node_reader& r, step_spec& s, program_names& names);
 // A name a step gives a buffer, a copy, a stream, ...: refused if taken (at `key`).
 void claim_name(const config::node_reader& r, const std::string& key, const std::string& name,

@@ -49,7 +49,8 @@ const std::map<std::string, uint64_t>& value_names() {
   return names;
 }
 
-const char* const errno_names[] = {"-EINVAL", "-ENOMEM", "-EPERM", "-EIO", "-ENOTSUPP", "-EFAULT"};
+const char* const errno_names[] = {"-EINVAL",   "-ENOMEM", "-EPERM", "-EIO",
+                                   "-ENOTSUPP", "-EFAULT", "-EBADF"};
 
 bool is_map(const config::node_reader& r, const std::string& key) {
   return r.has(key) && r.node()[key].IsMap();
@@ -300,7 +301,8 @@ void check_result_name(const config::node_reader& r, const std::string& key,
   for (const auto& e : cuda::cu_result_names)  // what cuGetErrorName knows
     if (value == e.name && e.code != CUDA_SUCCESS) return;
   r.fail(key, "unknown result '" + value +
-                  "' (ok, -EINVAL, -ENOMEM, -EPERM, -EIO, -ENOTSUPP or a CUDA_ERROR_* name "
+                  "' (ok, -EINVAL, -ENOMEM, -EPERM, -EIO, -ENOTSUPP, -EFAULT, -EBADF or a "
+                  "CUDA_ERROR_* name "
                   "such as CUDA_ERROR_INVALID_VALUE)");
 }
 

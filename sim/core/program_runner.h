@@ -77,8 +77,9 @@ class program_runner : public sc_core::sc_module {
   std::string dma(const step_spec& s, int pid, size_t result_index);
   std::string memcpy_step(const step_spec& s);
   std::vector<uint8_t> held_bytes(const std::string& name, uint64_t offset, uint64_t len) const;
-  std::string host_step(const step_spec& s, int pid);  // program_host_steps.cpp
-  int node_of(const step_spec& s) const;               // the NUMA node of its `socket`
+  std::string host_step(const step_spec& s, int pid);     // program_host_steps.cpp
+  std::string dma_buf_step(const step_spec& s, int pid);  // program_dma_buf_steps.cpp
+  int node_of(const step_spec& s) const;                  // the NUMA node of its `socket`
   CUstream stream_of(const step_spec& s) const;
   // A cuMemcpyDtoH's bytes against what the program had copied into the buffer.
   struct host_check {
@@ -95,6 +96,8 @@ class program_runner : public sc_core::sc_module {
     uint64_t vram = 0, length = 0;           // offset in `store`
   };
   std::vector<vram_piece> vram_pieces(const buffer& b, uint64_t offset, uint64_t length);
+  // The same for an imported dma-buf region's [va, va + length) (program_dma_buf_steps.cpp).
+  std::vector<vram_piece> region_pieces(const peer::kmd_region& r, uint64_t va, uint64_t length);
   // Bytes of the pieces that differ from the engine's local memory from `local` on.
   uint64_t verify(const std::vector<vram_piece>& where, uint64_t length, uint64_t local);
 
@@ -182,6 +185,13 @@ class program_runner : public sc_core::sc_module {
     int pid = 0;  // whose cache holds it
   };
   std::map<std::string, registration> m_registered;  // by buffer
+  std::map<std::string, registration> m_imported;    // dma-bufs the kernel driver imported, by
+                                                     // region name
+  struct descriptor {
+    int fd = -1;           // -1: its export failed
+    uint64_t address = 0;  // what was exported from
+  };
+  std::map<std::string, descriptor> m_descriptors;  // by name
   std::map<std::string, size_t> m_named_dma;
   std::vector<dma_result> m_dmas;
   std::map<std::string, bar1_peak> m_bar1_peak;            // per GPU

@@ -38,6 +38,8 @@ std::string errno_name(int r) {
       return "-ENOTSUPP";
     case EFAULT:
       return "-EFAULT";
+    case EBADF:
+      return "-EBADF";
   }
   return std::to_string(r);
 }
@@ -323,7 +325,12 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     for (uint64_t i = 0; i < len; ++i) inv[i] = uint8_t(~pat[i]);
     // A write sends a fresh pattern over the complement; a read leaves the GPU buffer as the
     // program made it and reads into the complement of the pattern.
-    const auto where = vram_pieces(b, s.offset, len);
+    // Through an imported region: where the driver's mapping takes the bytes, which is the
+    // exported memory even after the program freed it.
+    auto imported = s.region.empty() ? m_imported.end() : m_imported.find(s.region);
+    const auto where = imported != m_imported.end()
+                           ? region_pieces(*imported->second.region, va, len)
+                           : vram_pieces(b, s.offset, len);
     if (s.write) {
       m_engine->local_memory().write(local, pat);
       write_gpu(where, inv);
@@ -334,11 +341,18 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     // wait, so neither thread finds the other's process when it resumes.
     peer::kmd_region* r = nullptr;
     int ret = 0;
-    {
-      kernel::as_process as(pid);
-      ret = cache.acquire(va, len, &r);
+    if (!s.region.empty()) {  // through an imported dma-buf the program names
+      if (imported == m_imported.end())
+        ret = -EINVAL;  // its import failed, or released since
+      else
+        r = imported->second.region;
+    } else {
+      {
+        kernel::as_process as(pid);
+        ret = cache.acquire(va, len, &r);
+      }
+      wait_driver_time();  // a miss pins: that takes time (guide 5.1)
     }
-    wait_driver_time();  // a miss pins: that takes time (guide 5.1)
     if (ret) {
       result = errno_name(ret);
       break;
@@ -348,7 +362,7 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     if (ret) {  // e.g. a stale cache entry whose pages are gone
       result = errno_name(ret);
       kernel::as_process as(pid);
-      cache.release(r);
+      if (s.region.empty()) cache.release(r);
       break;
     }
     dma::dma_job job;
@@ -364,11 +378,13 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
     transport::wait_until_landed(log, id);
     m_kmd->dma_end(*r);
     m_dma_done.notify(SC_ZERO_TIME);
-    {
-      kernel::as_process as(pid);
-      cache.release(r);
+    if (s.region.empty()) {
+      {
+        kernel::as_process as(pid);
+        cache.release(r);
+      }
+      wait_driver_time();  // without the cache, release unpins
     }
-    wait_driver_time();  // without the cache, release unpins
     dma_result& d = m_dmas[index];
     d.bytes += len;
     d.landed += log[id].landed_bytes;
@@ -385,8 +401,10 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
       const auto& image = m_images.at(s.buffer);
       for (uint64_t i = 0; i < len; ++i) d.stale += got[i] != image[s.offset + i];
     }
-    if (log[id].undelivered_bytes() == 0 && m_buffers.at(s.buffer).live) {
+    const bool live = m_buffers.at(s.buffer).live;
+    if (log[id].undelivered_bytes() == 0 && (live || !s.region.empty()))
       d.mismatched += verify(where, len, local);
+    if (log[id].undelivered_bytes() == 0 && live) {
       if (s.write) {  // what the buffer now holds, for later cuMemcpyDtoH checks
         auto& image = m_images[s.buffer];
         image.resize(std::max<uint64_t>(image.size(), b.size));

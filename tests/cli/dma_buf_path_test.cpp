@@ -80,3 +80,28 @@ TEST_CASE(
   CHECK((nv.out + nv.err).find("step 9 (app dma) returned -EINVAL, expected ok") !=
         std::string::npos);
 }
+
+TEST_CASE(
+    "dma-buf steps: exports refused as driver 580 refuses them and DMA through an "
+    "imported region checked byte for byte before and after the free",
+    "[cli][dma-buf]") {
+  const std::string file = std::string(P2PSIM_BUILD_DIR) + "/dma_buf_steps.json";
+  auto r = p2psim::test::run_cli("run tests/data/scenarios/dma_buf_steps.yaml --json " + file);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("Program: 21 steps, all as expected") != std::string::npos);
+  std::ifstream f(file);
+  const auto program = nlohmann::json::parse(f)["runs"][0]["program"];
+  CHECK(program["driver"]["dma_buf_exports"] == 1);
+  CHECK(program["driver"]["dma_buf_maps"] == 1);
+  CHECK(program["driver"]["dma_buf_unmaps"] == 1);
+  CHECK(program["driver"]["callbacks"] == 0);  // the free revoked nothing
+  for (const auto& d : program["dma"]) {
+    CHECK(d["mismatched_bytes"] == 0);
+    if (d["name"] == "released") {
+      CHECK(d["landed_bytes"] == 0);
+    } else {
+      CHECK(d["landed_bytes"] == 1048576);  // after_free too: into the memory the buffer had
+    }
+  }
+}
