@@ -105,3 +105,26 @@ TEST_CASE(
     }
   }
 }
+
+// NVIDIA's exporter (nv-dmabuf.c) has no attach op and checks no P2P distance: the import
+// succeeds on a root complex that answers peer-to-peer reads with Unsupported Request, and the
+// reads fail on the fabric, as on such a machine.
+TEST_CASE(
+    "dma-buf: an import where the root complex refuses peer-to-peer reads succeeds and "
+    "the reads are refused on the fabric",
+    "[cli][dma-buf]") {
+  const std::string file = std::string(P2PSIM_BUILD_DIR) + "/dma_buf_steps_arrow_lake.json";
+  auto r = p2psim::test::run_cli(
+      "run tests/data/scenarios/dma_buf_steps.yaml --set "
+      "topology=../../../topologies/single_rc.yaml"
+      " --set socket.cpu0.platform=arrow_lake --json " +
+      file);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("Program: 21 steps, all as expected") != std::string::npos);
+  CHECK(r.out.find("ERROR: out: 1048576 of 1048576 bytes refused by the fabric") !=
+        std::string::npos);
+  std::ifstream f(file);
+  const auto program = nlohmann::json::parse(f)["runs"][0]["program"];
+  for (const auto& d : program["dma"])
+    if (d["name"] == "in") CHECK(d["landed_bytes"] == 1048576);  // writes are routed
+}
