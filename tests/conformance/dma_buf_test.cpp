@@ -66,6 +66,30 @@ uint64_t total_length(const sg_table& sgt) {
 
 void ignore_move(dma_buf_attachment*) {}
 
+// What a static importer holds once it has mapped the buffer behind `fd`.
+struct static_import {
+  dma_buf* buf = nullptr;
+  dma_buf_attachment* attachment = nullptr;
+  sg_table* sgt = nullptr;
+};
+
+static_import import_static(int fd, pci_dev* dev) {
+  static_import i;
+  i.buf = dma_buf_get(fd);
+  REQUIRE_FALSE(IS_ERR(i.buf));
+  i.attachment = dma_buf_attach(i.buf, dev);
+  REQUIRE_FALSE(IS_ERR_OR_NULL(i.attachment));
+  i.sgt = dma_buf_map_attachment(i.attachment, DMA_BIDIRECTIONAL);
+  REQUIRE_FALSE(IS_ERR_OR_NULL(i.sgt));
+  return i;
+}
+
+void release(const static_import& i) {
+  dma_buf_unmap_attachment(i.attachment, i.sgt, DMA_BIDIRECTIONAL);
+  dma_buf_detach(i.buf, i.attachment);
+  dma_buf_put(i.buf);
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -113,19 +137,13 @@ TEST_CASE("dma-buf (4.1 and 4.7): a mapping shares BAR1 pages with nv-p2p pins o
   REQUIRE(nvidia_p2p_get_pages(
               t.p2pToken, t.vaSpaceToken, p, 2 * k64, &table, [](void*) {}, nullptr) == 0);
   const uint64_t bar1_pinned = w.driver().bar1_used_bytes(0);
-  const int fd = export_range(p, 2 * k64);
-  dma_buf* buf = dma_buf_get(fd);
   static pci_dev nic{"nic0", 0x0300, nullptr};
-  dma_buf_attachment* a = dma_buf_attach(buf, &nic);
-  sg_table* sgt = dma_buf_map_attachment(a, DMA_BIDIRECTIONAL);
-  REQUIRE_FALSE(IS_ERR_OR_NULL(sgt));
+  const static_import i = import_static(export_range(p, 2 * k64), &nic);
   CHECK(w.driver().bar1_used_bytes(0) == bar1_pinned);  // no new BAR1 page
-  REQUIRE(sgt->segments.size() == 1);                   // the pin's pages, in order
-  CHECK(sgt->segments[0].address == table->pages[0]->physical_address);
-  dma_buf_unmap_attachment(a, sgt, DMA_BIDIRECTIONAL);
+  REQUIRE(i.sgt->segments.size() == 1);                 // the pin's pages, in order
+  CHECK(i.sgt->segments[0].address == table->pages[0]->physical_address);
+  release(i);
   CHECK(w.driver().bar1_used_bytes(0) == bar1_pinned);  // the pin keeps them mapped
-  dma_buf_detach(buf, a);
-  dma_buf_put(buf);
   CHECK(nvidia_p2p_put_pages(t.p2pToken, t.vaSpaceToken, p, table) == 0);
 }
 
@@ -204,27 +222,22 @@ TEST_CASE(
   const size_t before = free_vram();
   const CUdeviceptr p = test::cuda_alloc(4 * k64);
   const int fd = export_range(p, 4 * k64);
-  dma_buf* buf = dma_buf_get(fd);
   static pci_dev nic{"nic0", 0x0300, nullptr};
-  dma_buf_attachment* a = dma_buf_attach(buf, &nic);
-  sg_table* sgt = dma_buf_map_attachment(a, DMA_BIDIRECTIONAL);
-  REQUIRE_FALSE(IS_ERR_OR_NULL(sgt));
+  const static_import i = import_static(fd, &nic);
   REQUIRE(cuMemFree(p) == CUDA_SUCCESS);  // no callback: the NVIDIA exporter never moves it
   CHECK(free_vram() == before - 4 * k64);
   // A new allocation gets other memory: the importer's writes do not reach it.
   const CUdeviceptr q = test::cuda_alloc(4 * k64);
   std::vector<uint8_t> zeros(4 * k64, 0);
   REQUIRE(cuMemcpyHtoD(q, zeros.data(), zeros.size()) == CUDA_SUCCESS);
-  dma_write(w, *sgt, pattern(4 * k64, 5));
+  dma_write(w, *i.sgt, pattern(4 * k64, 5));
   std::vector<uint8_t> out(4 * k64, 1);
   REQUIRE(cuMemcpyDtoH(out.data(), q, out.size()) == CUDA_SUCCESS);
   CHECK(out == zeros);
   CHECK(free_vram() == before - 8 * k64);
-  dma_buf_unmap_attachment(a, sgt, DMA_BIDIRECTIONAL);
-  dma_buf_detach(buf, a);
   CHECK(sys::close(fd) == 0);
   CHECK(free_vram() == before - 8 * k64);  // the importer's reference still holds it
-  dma_buf_put(buf);
+  release(i);
   CHECK(free_vram() == before - 4 * k64);
 }
 
