@@ -33,7 +33,9 @@ const char* const op_names[] = {"cuCtxCreate",
                                 "regcache acquire",
                                 "regcache release",
                                 "cuCtxEnablePeerAccess/cuCtxDisablePeerAccess",
-                                "cuMemHost*"};
+                                "cuMemHost*",
+                                "cuMemGetHandleForAddressRange",
+                                "close(dma-buf)"};
 static_assert(sizeof(op_names) / sizeof(*op_names) == size_t(op::count));
 
 const char* const action_names[] = {"free_table",     "nothing",         "put_self",

@@ -42,6 +42,10 @@ enum class op : uint8_t {
   host_memory,           // page-locked host memory; variant % 5: cuMemHostAlloc,
                          // cuMemHostRegister, cuMemHostUnregister, cuMemFreeHost,
                          // cuMemHostGetFlags (targets and sizes from a, b, c)
+  dma_buf_export,        // cuMemGetHandleForAddressRange(DMA_BUF_FD) of allocation a; variant
+                         // % 6: whole, a part from b of c bytes, misaligned, size 0, PCIe
+                         // flag, flags 2
+  dma_buf_close,         // close(export a's descriptor); variant odd: from another process
   count
 };
 

@@ -209,6 +209,12 @@ void harness::run(const command& c) {
     case op::host_memory:
       host_memory(c);
       break;
+    case op::dma_buf_export:
+      dma_buf_export(c);
+      break;
+    case op::dma_buf_close:
+      dma_buf_close(c);
+      break;
     case op::count:
       break;
   }
@@ -431,6 +437,7 @@ void harness::process_exit(const command& c) {
   auto script = m_ref.process_exit(s.pid);
   with_script(script, s.pid, [&] {
     m_world.driver().process_exit(s.pid);
+    m_world.os().dma_bufs().close_all(s.pid);  // its descriptors close with it
     return CUDA_SUCCESS;
   });
   new_process(s);
@@ -1254,6 +1261,85 @@ void harness::sync_regions(int k) {
 
 // ---- state after every step ----
 
+// ---- dma-buf export ----
+
+void harness::dma_buf_export(const command& c) {
+  process_slot& s = slot(c);
+  const int alloc = pick_allocation(c);
+  if (alloc < 0) return;
+  const ref_allocation& a = m_ref.allocation(alloc);  // live or freed
+  constexpr uint64_t cpu_page = 4096;
+  const uint64_t start = a.va / cpu_page * cpu_page;
+  const uint64_t whole = (a.va + a.size - start + cpu_page - 1) / cpu_page * cpu_page;
+  uint64_t va = start, size = whole, flags = 0;
+  switch (c.variant % 6) {
+    case 1:  // a part, in whole CPU pages
+      va = start + (c.b % (whole / cpu_page)) * cpu_page;
+      size = (1 + c.c % ((start + whole - va) / cpu_page)) * cpu_page;
+      break;
+    case 2:
+      va = start + 100;
+      break;
+    case 3:
+      size = 0;
+      break;
+    case 4:
+      flags = 1;  // MAPPING_TYPE_PCIE
+      break;
+    case 5:
+      flags = 2;
+      break;
+  }
+  if (m_ref.export_undecided(s.pid, va, size)) return;
+  using result = reference::export_result;
+  const result want = m_ref.predict_export(s.pid, current(s) >= 0, va, size, flags);
+  const CUresult want_code = want == result::success           ? CUDA_SUCCESS
+                             : want == result::invalid_context ? CUDA_ERROR_INVALID_CONTEXT
+                             : want == result::not_supported   ? CUDA_ERROR_NOT_SUPPORTED
+                                                               : CUDA_ERROR_INVALID_VALUE;
+  int fd = -77;
+  CUresult got;
+  {
+    kernel::as_process as(s.pid);
+    got = cuMemGetHandleForAddressRange(&fd, va, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, flags);
+  }
+  expect_eq(
+      got, want_code,
+      fmt::format("cuMemGetHandleForAddressRange(0x{:x}, 0x{:x}, flags {})", va, size, flags));
+  ++m_counts[got == CUDA_SUCCESS ? "dma-buf exports" : "dma-buf exports refused"];
+  if (got != CUDA_SUCCESS) return;
+  const int e = m_ref.export_range(s.pid, va, size);
+  m_descriptors.resize(e + 1, -1);
+  m_descriptors[e] = fd;
+}
+
+void harness::dma_buf_close(const command& c) {
+  const int e = pick(c.a, m_ref.exports());
+  if (e < 0) return;
+  const ref_export& x = m_ref.exported(e);
+  // The owner's process, or another one: descriptors are numbers in a process's own table.
+  int pid = x.pid;
+  if (c.variant % 2)
+    for (const auto& s : m_slots)
+      if (s.pid != x.pid) pid = s.pid;
+  // The number means the descriptor of that number in the closing process, if it has one.
+  const int fd = m_descriptors.at(e);
+  int closes = -1;
+  for (size_t j = 0; j < m_ref.exports(); ++j)
+    if (m_ref.exported(int(j)).pid == pid && m_ref.exported(int(j)).open && m_descriptors[j] == fd)
+      closes = int(j);
+  int got;
+  {
+    kernel::as_process as(pid);
+    got = m_world.os().dma_bufs().close(pid, fd);
+  }
+  expect_eq(got, closes >= 0 ? 0 : -EBADF, "close of a dma-buf descriptor");
+  if (closes >= 0) {
+    m_ref.close_export(closes);
+    ++m_counts[closes == e ? "dma-buf descriptors closed" : "another process's number closed"];
+  }
+}
+
 void harness::check_state() {
   size_t live = 0;
   for (size_t i = 0; i < m_ref.pins(); ++i) live += m_ref.pin(int(i)).st != pin_state::ended;
@@ -1261,6 +1347,10 @@ void harness::check_state() {
   for (int g = 0; g < m_config.ref.gpus; ++g) {
     expect_eq(m_world.bar1(g).mapped_pages(), m_ref.bar1_in_use(g),
               fmt::format("BAR1 pages mapped on GPU {}", g));
+    // What cuMemGetInfo counts as taken: frames mapped, pinned or held by a dma-buf.
+    expect_eq(m_world.driver().vram_used_bytes(g),
+              (m_config.ref.frames - m_ref.frames_free(g)) * page_bytes,
+              fmt::format("VRAM in use on GPU {}", g));
     for (size_t i = 0; i < m_ref.pins(); ++i) {
       const ref_pin& p = m_ref.pin(int(i));
       if (p.st == pin_state::ended || p.gpu != g) continue;

@@ -120,6 +120,8 @@ class harness {
   void regcache_acquire(const command& c);
   void regcache_release(const command& c);
   void host_memory(const command& c);
+  void dma_buf_export(const command& c);
+  void dma_buf_close(const command& c);
 
   // Frees through the models while the reference's script of callbacks is followed.
   template <typename F>
@@ -149,6 +151,7 @@ class harness {
   std::vector<sut_pin> m_pins;        // by the reference's index
   std::vector<sut_mapping> m_mappings;
   std::vector<sut_region> m_regions;
+  std::vector<int> m_descriptors;  // by the reference's export index
   std::deque<callback_data> m_callback_data;
   std::vector<expected_callback> m_script;
   size_t m_script_pos = 0;

@@ -1,9 +1,10 @@
 // The driver models against the reference model (tests/driver_ref/reference.h) under random
 // call sequences: cuCtx* (peer access included), cuMemAlloc/cuMemFree (1 B to 1 MiB, so small
 // buffers share 64 KiB pages), process exit, pointer attributes, copies, every nv-p2p call with
-// misuse mixed in, callbacks that call back into the API, peers reading and writing through what a
-// pin, a DMA mapping or the kernel driver's region gave them, and the registration cache. Every
-// return value, callback, BAR1 page and VRAM byte is compared after every call (docs/testing.md).
+// misuse mixed in, callbacks that call back into the API, dma-buf exports and their descriptors,
+// peers reading and writing through what a pin, a DMA mapping or the kernel driver's region
+// gave them, and the registration cache. Every return value, callback, BAR1 page, the VRAM in
+// use and every VRAM byte are compared after every call (docs/testing.md).
 // Each case is a fixed seed and count, so ctest runs the same sequences every time; RapidCheck
 // shrinks a failing sequence to a short one and prints it.
 #include <rapidcheck.h>
@@ -51,6 +52,8 @@ rc::Gen<op> gen_op(bool contexts_first) {
       {2, op::regcache_release},
       {5 * k * k, op::ctx_peer_access},
       {4 * k, op::host_memory},
+      {4, op::dma_buf_export},
+      {2, op::dma_buf_close},
   });
 }
 

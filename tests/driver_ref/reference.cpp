@@ -60,6 +60,8 @@ std::vector<expected_callback> reference::process_exit(int pid) {
     if (c.pid == pid) c.alive = false;
   for (auto& b : m_host)
     if (b.pid == pid) b.alive = false;
+  for (size_t e = 0; e < m_exports.size(); ++e)  // its descriptors close with it
+    if (m_exports[e].pid == pid && m_exports[e].open) close_export(int(e));
   return out;
 }
 
@@ -102,6 +104,59 @@ bool reference::may_run_out(int ctx, uint64_t size) const {
   a.size = size;
   const uint64_t most_pages = a.reserve() / page_bytes + 2;
   return frames_free(m_contexts.at(ctx).gpu) < most_pages;
+}
+
+reference::export_result reference::predict_export(int pid, bool has_context, uint64_t va,
+                                                   uint64_t size, uint64_t flags) const {
+  constexpr uint64_t cpu_page = 4096;
+  if (!va || !size || va % cpu_page || size % cpu_page || va + size < va)
+    return export_result::invalid_value;
+  if (flags && !(flags & 1)) return export_result::invalid_value;
+  if (!has_context) return export_result::invalid_context;
+  int gpu = -1;
+  for (uint64_t n = va / page_bytes; n <= (va + size - 1) / page_bytes; ++n) {
+    const ref_page* p = page(pid, n);
+    if (!p || (gpu >= 0 && p->gpu != gpu)) return export_result::invalid_value;
+    gpu = p->gpu;
+  }
+  return flags & 1 ? export_result::not_supported : export_result::success;
+}
+
+bool reference::export_undecided(int pid, uint64_t va, uint64_t size) const {
+  if (!size || va + size < va) return false;
+  for (uint64_t n = va / page_bytes; n <= (va + size - 1) / page_bytes; ++n) {
+    if (page(pid, n)) continue;
+    const uint64_t chunk = n * page_bytes / chunk_bytes;
+    for (const ref_allocation& a : m_allocations)
+      if (a.alive && a.pid == pid && a.size <= chunk_bytes && a.va / chunk_bytes == chunk)
+        return true;
+  }
+  return false;
+}
+
+int reference::export_range(int pid, uint64_t va, uint64_t size) {
+  std::set<uint64_t> pages;
+  for (uint64_t n = va / page_bytes; n <= (va + size - 1) / page_bytes; ++n) pages.insert(n);
+  for (const ref_allocation& a : m_allocations)  // every allocation it touches, whole
+    if (a.alive && a.pid == pid && a.va < va + size && a.va + a.reserve() > va)
+      for (uint64_t n = a.first_page(); n <= a.last_page(); ++n) pages.insert(n);
+  ref_export e;
+  e.pid = pid;
+  for (uint64_t n : pages) {
+    const ref_page* p = page(pid, n);
+    e.gpu = p->gpu;
+    e.frames.push_back(p->frame);
+    ++m_frame_holds[p->gpu][p->frame];
+  }
+  m_exports.push_back(e);
+  return int(m_exports.size() - 1);
+}
+
+void reference::close_export(int i) {
+  ref_export& e = m_exports.at(i);
+  if (!e.open) return;
+  e.open = false;
+  for (uint64_t f : e.frames) --m_frame_holds[e.gpu][f];
 }
 
 const ref_page* reference::page(int pid, uint64_t n) const {

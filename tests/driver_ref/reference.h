@@ -94,6 +94,14 @@ struct ref_mapping {
   std::vector<uint64_t> addresses;  // per entry: what the peer puts on the bus
 };
 
+// A dma-buf export (cuMemGetHandleForAddressRange, docs/driver-model.md "dma-buf export"): the
+// frames of every allocation its range touched, held until its descriptor is closed.
+struct ref_export {
+  int pid = 0, gpu = 0;
+  std::vector<uint64_t> frames;  // each once
+  bool open = true;              // its descriptor
+};
+
 // A callback the reference expects, in order, with the nested call it makes.
 struct expected_callback {
   int pin = 0;
@@ -165,6 +173,23 @@ class reference {
   const ref_mapping& mapping(int i) const { return m_mappings.at(i); }
   size_t mappings() const { return m_mappings.size(); }
 
+  // ---- dma-buf export ----
+  // What cuMemGetHandleForAddressRange(DMA_BUF_FD) of [va, va + size) by `pid` returns, with or
+  // without a current context: the argument checks (no handle written), then the range, which
+  // must be in use on one GPU, then the PCIe-only flag (bit 0).
+  enum class export_result { success, invalid_value, invalid_context, not_supported };
+  export_result predict_export(int pid, bool has_context, uint64_t va, uint64_t size,
+                               uint64_t flags) const;
+  // Whether the models may export a range the reference cannot judge: a page not in use in a
+  // 2 MiB chunk where `pid` has small allocations (the driver backs a chunk whole; the
+  // reference does not track chunks).
+  bool export_undecided(int pid, uint64_t va, uint64_t size) const;
+  // Does it (the prediction was success): the export's index.
+  int export_range(int pid, uint64_t va, uint64_t size);
+  void close_export(int e);  // its descriptor closed: its frames go
+  const ref_export& exported(int e) const { return m_exports.at(e); }
+  size_t exports() const { return m_exports.size(); }
+
   // ---- what a peer reaches, and VRAM ----
   // The frame behind a BAR1 page of `gpu`, if a live pin maps it.
   std::optional<uint64_t> bar1_frame(int gpu, uint64_t bar1_page) const;
@@ -191,8 +216,9 @@ class reference {
   std::vector<ref_pin> m_pins;
   std::vector<ref_mapping> m_mappings;
   std::vector<std::vector<int>> m_frame_mapped;  // gpu -> frame -> VA pages mapping it (0/1)
-  std::vector<std::vector<int>> m_frame_holds;   // gpu -> frame -> pins holding it
-  std::map<uint64_t, int> m_buffer_ids;          // every BUFFER_ID seen -> its allocation
+  std::vector<std::vector<int>> m_frame_holds;   // gpu -> frame -> pins and exports holding it
+  std::vector<ref_export> m_exports;
+  std::map<uint64_t, int> m_buffer_ids;  // every BUFFER_ID seen -> its allocation
   std::vector<std::vector<uint8_t>> m_vram;
   std::vector<ref_host_block> m_host;
 };
