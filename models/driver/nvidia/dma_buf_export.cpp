@@ -37,7 +37,12 @@ class nvidia_driver::exported_memory : public kernel::dma_buf_exporter {
     for (uint64_t f : m_held) m_driver.m_gpus[m_gpu].frames.hold(f);
   }
   ~exported_memory() override {
-    for (auto& [sgt, m] : m_maps) release(m);  // the core unmaps first; this is a safety net
+    // The core unmaps every mapping before a release, but when the OS itself goes: then the
+    // importers' devices (and their IOMMUs) may be gone, and only BAR1, the driver's, is undone.
+    for (auto& [sgt, m] : m_maps) {
+      m.iovas.clear();
+      release(m);
+    }
     for (uint64_t f : m_held) m_driver.m_gpus[m_gpu].frames.let_go(f);
   }
   const char* name() const override { return "nv_dmabuf"; }
