@@ -21,138 +21,105 @@
 // Transcripts from an H200: tests/data/cuda_probe/h200_cuda13_dmabuf.txt and
 // tests/data/cuda_probe/h200_cuda13_ipc.txt. The lines below print exactly what those recorded:
 // change what a sequence prints only together with a new recording.
-#include "probe_named_memory.h"
+#include "probe_dmabuf.h"
 
 namespace cuda_probe {
 
 using namespace named_memory;
 
-namespace {
-
-// ------------------------------------------------------------------------------------------
-// probe --dmabuf
-
-class dmabuf_sequence : namer {
- public:
-  explicit dmabuf_sequence(const sink& out) : namer(out) {}
-  void run();
-
- private:
-  // cuMemGetHandleForAddressRange on [p, p + size); on success the descriptor is described
-  // and closed unless `keep`. Returns the descriptor (or -1).
-  int get(CUdeviceptr p, size_t size, const std::string& why = "", int type = dma_buf_fd,
-          unsigned long long flags = 0, bool keep = false) {
-    int fd = -77;
-    const CUresult r =
-        cuMemGetHandleForAddressRange(&fd, p, size, (CUmemRangeHandleType)type, flags);
-    std::string t = type == dma_buf_fd ? std::string("DMA_BUF_FD") : fmt("type=%d", type);
-    std::string s =
-        fmt("cuMemGetHandleForAddressRange(%s, size=%s, %s, flags=0x%llx)%s -> %s", name(p).c_str(),
-            size_name(size).c_str(), t.c_str(), flags, why.c_str(), res(r).c_str());
-    if (r != CUDA_SUCCESS) {
-      s += fd == -77 ? " handle=unwritten" : fmt(" handle=%d", fd);
-      line(s);
-      return -1;
-    }
+int dmabuf_sequence::get(CUdeviceptr p, size_t size, const std::string& why, int type,
+                         unsigned long long flags, bool keep) {
+  int fd = -77;
+  const CUresult r = cuMemGetHandleForAddressRange(&fd, p, size, (CUmemRangeHandleType)type, flags);
+  std::string t = type == dma_buf_fd ? std::string("DMA_BUF_FD") : fmt("type=%d", type);
+  std::string s =
+      fmt("cuMemGetHandleForAddressRange(%s, size=%s, %s, flags=0x%llx)%s -> %s", name(p).c_str(),
+          size_name(size).c_str(), t.c_str(), flags, why.c_str(), res(r).c_str());
+  if (r != CUDA_SUCCESS) {
+    s += fd == -77 ? " handle=unwritten" : fmt(" handle=%d", fd);
     line(s);
-    describe(fd, size);
-    if (!keep) fd_close(fd);
-    return fd;
+    return -1;
   }
+  line(s);
+  describe(fd, size);
+  if (!keep) fd_close(fd);
+  return fd;
+}
 
-  // What the descriptor is: valid, close-on-exec, the dma-buf's size (lseek to its end), its
-  // link and fdinfo, whether it can be mapped.
-  void describe(int fd, size_t requested, const std::string& what = "fd") {
-    const int fl = fd_fcntl(fd, F_GETFD);
-    if (fl == -1) {
-      line(fmt("  %s: valid=no (%s)", what.c_str(), errno_name(errno)));
-      return;
-    }
-    const off_t end = fd_lseek(fd, 0, SEEK_END);
-    const int e = errno;
-    std::string size_s;
-    if (end == (off_t)-1)
-      size_s = std::string("failed ") + errno_name(e);
-    else if ((size_t)end == requested)
-      size_s = fmt("%s (=range)", size_name((size_t)end).c_str());
+void dmabuf_sequence::describe(int fd, size_t requested, const std::string& what) {
+  const int fl = fd_fcntl(fd, F_GETFD);
+  if (fl == -1) {
+    line(fmt("  %s: valid=no (%s)", what.c_str(), errno_name(errno)));
+    return;
+  }
+  const off_t end = fd_lseek(fd, 0, SEEK_END);
+  const int e = errno;
+  std::string size_s;
+  if (end == (off_t)-1)
+    size_s = std::string("failed ") + errno_name(e);
+  else if ((size_t)end == requested)
+    size_s = fmt("%s (=range)", size_name((size_t)end).c_str());
+  else
+    size_s = fmt("%s (range %s)", size_name((size_t)end).c_str(), size_name(requested).c_str());
+  fd_lseek(fd, 0, SEEK_SET);
+  const int ofl = fd_fcntl(fd, F_GETFL);
+  line(fmt("  %s: valid=yes cloexec=%s access=%s size=%s", what.c_str(),
+           (fl & FD_CLOEXEC) ? "yes" : "no",
+           (ofl & O_ACCMODE) == O_RDWR     ? "rdwr"
+           : (ofl & O_ACCMODE) == O_RDONLY ? "rdonly"
+                                           : "wronly",
+           size_s.c_str()));
+  // The link: "anon_inode:dmabuf" whole, else the part before ':' ("/dmabuf:" + name).
+  std::string l = fd_link(fd);
+  if (l.empty()) l = "(readlink failed)";
+  std::string shown = l;
+  if (l.rfind("anon_inode:", 0) != 0) {
+    const size_t colon = l.find(':');
+    if (colon != std::string::npos) shown = l.substr(0, colon + 1);
+    if (l.rfind("socket:", 0) == 0 || l.rfind("pipe:", 0) == 0) shown = l.substr(0, colon);
+  }
+  // fdinfo: exp_name and size for the transcript, the rest on a '#' line.
+  std::string exp_name = "(none)", info_size = "(none)", info_flags = "(none)", rest;
+  const std::string info = fd_info(fd);
+  for (size_t at = 0; at < info.size();) {
+    size_t eol = info.find('\n', at);
+    if (eol == std::string::npos) eol = info.size();
+    std::string ln = info.substr(at, eol - at);
+    at = eol + 1;
+    while (!ln.empty() && ln.back() == '\r') ln.pop_back();
+    const size_t c = ln.find(':');
+    if (c == std::string::npos) continue;
+    std::string k = ln.substr(0, c), v = ln.substr(c + 1);
+    while (!v.empty() && (v[0] == '\t' || v[0] == ' ')) v.erase(0, 1);
+    if (k == "exp_name")
+      exp_name = v;
+    else if (k == "size")
+      info_size = std::strtoull(v.c_str(), nullptr, 10) == requested
+                      ? std::string("=range")
+                      : size_name(std::strtoull(v.c_str(), nullptr, 10));
+    else if (k == "flags")
+      info_flags = v;
     else
-      size_s = fmt("%s (range %s)", size_name((size_t)end).c_str(), size_name(requested).c_str());
-    fd_lseek(fd, 0, SEEK_SET);
-    const int ofl = fd_fcntl(fd, F_GETFL);
-    line(fmt("  %s: valid=yes cloexec=%s access=%s size=%s", what.c_str(),
-             (fl & FD_CLOEXEC) ? "yes" : "no",
-             (ofl & O_ACCMODE) == O_RDWR     ? "rdwr"
-             : (ofl & O_ACCMODE) == O_RDONLY ? "rdonly"
-                                             : "wronly",
-             size_s.c_str()));
-    // The link: "anon_inode:dmabuf" whole, else the part before ':' ("/dmabuf:" + name).
-    std::string l = fd_link(fd);
-    if (l.empty()) l = "(readlink failed)";
-    std::string shown = l;
-    if (l.rfind("anon_inode:", 0) != 0) {
-      const size_t colon = l.find(':');
-      if (colon != std::string::npos) shown = l.substr(0, colon + 1);
-      if (l.rfind("socket:", 0) == 0 || l.rfind("pipe:", 0) == 0) shown = l.substr(0, colon);
-    }
-    // fdinfo: exp_name and size for the transcript, the rest on a '#' line.
-    std::string exp_name = "(none)", info_size = "(none)", info_flags = "(none)", rest;
-    const std::string info = fd_info(fd);
-    for (size_t at = 0; at < info.size();) {
-      size_t eol = info.find('\n', at);
-      if (eol == std::string::npos) eol = info.size();
-      std::string ln = info.substr(at, eol - at);
-      at = eol + 1;
-      while (!ln.empty() && ln.back() == '\r') ln.pop_back();
-      const size_t c = ln.find(':');
-      if (c == std::string::npos) continue;
-      std::string k = ln.substr(0, c), v = ln.substr(c + 1);
-      while (!v.empty() && (v[0] == '\t' || v[0] == ' ')) v.erase(0, 1);
-      if (k == "exp_name")
-        exp_name = v;
-      else if (k == "size")
-        info_size = std::strtoull(v.c_str(), nullptr, 10) == requested
-                        ? std::string("=range")
-                        : size_name(std::strtoull(v.c_str(), nullptr, 10));
-      else if (k == "flags")
-        info_flags = v;
-      else
-        rest += " " + k + "=" + v;
-    }
-    line(fmt("  %s: link=%s fdinfo exp_name=%s size=%s flags=%s", what.c_str(), shown.c_str(),
-             exp_name.c_str(), info_size.c_str(), info_flags.c_str()));
-    line(fmt("# %s=%d link=%s ino=%llu fdinfo:%s", what.c_str(), fd, l.c_str(), fd_inode(fd),
-             rest.c_str()));
-    // Whether it can be mapped by the CPU (never touched if it can).
-    if (const int err = fd_mmap_errno(fd))
-      line(fmt("  %s: mmap=%s", what.c_str(), errno_name(err)));
-    else
-      line(fmt("  %s: mmap=ok", what.c_str()));
+      rest += " " + k + "=" + v;
   }
-  static unsigned long long ino(int fd) { return fd_inode(fd); }
+  line(fmt("  %s: link=%s fdinfo exp_name=%s size=%s flags=%s", what.c_str(), shown.c_str(),
+           exp_name.c_str(), info_size.c_str(), info_flags.c_str()));
+  line(fmt("# %s=%d link=%s ino=%llu fdinfo:%s", what.c_str(), fd, l.c_str(), fd_inode(fd),
+           rest.c_str()));
+  // Whether it can be mapped by the CPU (never touched if it can).
+  if (const int err = fd_mmap_errno(fd))
+    line(fmt("  %s: mmap=%s", what.c_str(), errno_name(err)));
+  else
+    line(fmt("  %s: mmap=ok", what.c_str()));
+}
 
-  void dev_attr(int a, const char* n) {
-    int v = -77;
-    const CUresult r = cuDeviceGetAttribute(&v, (CUdevice_attribute)a, 0);
-    std::string s = fmt("cuDeviceGetAttribute(%s=%d, dev 0) -> %s", n, a, res(r).c_str());
-    if (r == CUDA_SUCCESS) s += fmt(" value=%d", v);
-    line(s);
-  }
-
-  void before_init();
-  void device_attributes();
-  void whole_allocations();
-  void sub_ranges();
-  void past_the_end();
-  void across_allocations();
-  void freed_and_host();
-  void bad_arguments();
-  void freeing_exported();
-  void vmm();
-  void destroyed_context();
-  void null_handle();
-
-  CUcontext m_d = nullptr;
-};
+void dmabuf_sequence::dev_attr(int a, const char* n) {
+  int v = -77;
+  const CUresult r = cuDeviceGetAttribute(&v, (CUdevice_attribute)a, 0);
+  std::string s = fmt("cuDeviceGetAttribute(%s=%d, dev 0) -> %s", n, a, res(r).c_str());
+  if (r == CUDA_SUCCESS) s += fmt(" value=%d", v);
+  line(s);
+}
 
 void dmabuf_sequence::before_init() {
   line("== dma-buf before cuInit");
@@ -465,143 +432,6 @@ void dmabuf_sequence::freeing_exported() {
   attr(a_allowed_handle_types, at("A2"), " (A2 after its exports were closed)");
 }
 
-void dmabuf_sequence::vmm() {
-#ifdef CUDA_PROBE_MODEL
-  // The model has no VMM API yet: the conformance test leaves this section of the transcript out.
-#else
-  line("== VMM memory (cuMemCreate, cuMemAddressReserve, cuMemMap, cuMemSetAccess)");
-  auto prop_for = [](unsigned char gdr) {
-    CUmemAllocationProp p;
-    std::memset(&p, 0, sizeof p);
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = 0;
-    p.allocFlags.gpuDirectRDMACapable = gdr;
-    return p;
-  };
-  const CUmemAllocationProp gdr1 = prop_for(1), gdr0 = prop_for(0);
-  for (int opt = 0; opt < 2; ++opt) {
-    size_t g = 0;
-    const CUresult r =
-        cuMemGetAllocationGranularity(&g, &gdr1, (CUmemAllocationGranularity_flags)opt);
-    line(fmt("cuMemGetAllocationGranularity(gdr=1, %s) -> %s granularity=%s",
-             opt ? "RECOMMENDED" : "MINIMUM", res(r).c_str(), size_name(g).c_str()));
-  }
-  auto create = [&](const char* n, size_t size, const CUmemAllocationProp& p) {
-    CUmemGenericAllocationHandle h = 0;
-    const CUresult r = cuMemCreate(&h, size, &p, 0);
-    line(fmt("cuMemCreate(%s, size=%s, gdr=%d) -> %s", n, size_name(size).c_str(),
-             p.allocFlags.gpuDirectRDMACapable, res(r).c_str()));
-    return r == CUDA_SUCCESS ? h : 0;
-  };
-  auto reserve = [&](const char* n, size_t size) {
-    CUdeviceptr p = 0;
-    const CUresult r = cuMemAddressReserve(&p, size, 0, 0, 0);
-    std::string s =
-        fmt("cuMemAddressReserve(%s, size=%s) -> %s", n, size_name(size).c_str(), res(r).c_str());
-    if (r == CUDA_SUCCESS) {
-      s += " align=" + align(p);
-      add(n, p, size);
-    }
-    line(s);
-    return r == CUDA_SUCCESS ? p : 0;
-  };
-  auto map = [&](CUdeviceptr p, size_t size, CUmemGenericAllocationHandle h, const char* hn) {
-    line(fmt("cuMemMap(%s, size=%s, %s) -> %s", name(p).c_str(), size_name(size).c_str(), hn,
-             res(cuMemMap(p, size, 0, h, 0)).c_str()));
-  };
-  auto access = [&](CUdeviceptr p, size_t size) {
-    CUmemAccessDesc d;
-    std::memset(&d, 0, sizeof d);
-    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    d.location.id = 0;
-    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    line(fmt("cuMemSetAccess(%s, size=%s, dev 0 RW) -> %s", name(p).c_str(),
-             size_name(size).c_str(), res(cuMemSetAccess(p, size, &d, 1)).c_str()));
-  };
-  auto unmap = [&](CUdeviceptr p, size_t size, const std::string& why = "") {
-    line(fmt("cuMemUnmap(%s, size=%s)%s -> %s", name(p).c_str(), size_name(size).c_str(),
-             why.c_str(), res(cuMemUnmap(p, size)).c_str()));
-  };
-  auto release = [&](CUmemGenericAllocationHandle h, const char* n, const std::string& why = "") {
-    line(fmt("cuMemRelease(%s)%s -> %s", n, why.c_str(), res(cuMemRelease(h)).c_str()));
-  };
-
-  // V1: 64 MiB, RDMA capable, mapped at the start of a 128 MiB reservation R1.
-  const CUmemGenericAllocationHandle v1 = create("V1", 64 * MiB, gdr1);
-  const CUdeviceptr r1 = reserve("R1", 128 * MiB);
-  if (!v1 || !r1) return;
-  get(r1, 64 * MiB, " (reserved, nothing mapped)");
-  map(r1, 64 * MiB, v1, "V1");
-  get(r1, 64 * MiB, " (mapped, no access set)");
-  access(r1, 64 * MiB);
-  for (int a : {a_memory_type, a_range_start, a_range_size, a_mapped, a_allowed_handle_types, a_gdr,
-                a_legacy_ipc, a_buffer_id})
-    attr(a, r1);
-  get(r1, 64 * MiB);
-  get(r1 + 64 * KiB, 64 * KiB);
-  get(r1 + 4 * KiB, 4 * KiB);
-  get(r1 + 100, page);
-  get(r1, 128 * MiB, " (half unmapped)");
-  get(r1 + 64 * MiB, 2 * MiB, " (unmapped part)");
-  get(r1, 64 * MiB, " (MAPPING_TYPE_PCIE)", dma_buf_fd, mapping_type_pcie);
-  attr(a_allowed_handle_types, r1, " after export");
-
-  // Three 2 MiB handles side by side in R2: V3 and V4 RDMA capable, V2 not.
-  const CUmemGenericAllocationHandle v3 = create("V3", 2 * MiB, gdr1);
-  const CUmemGenericAllocationHandle v4 = create("V4", 2 * MiB, gdr1);
-  const CUmemGenericAllocationHandle v2 = create("V2", 2 * MiB, gdr0);
-  const CUdeviceptr r2 = reserve("R2", 6 * MiB);
-  if (v3 && v4 && v2 && r2) {
-    map(r2, 2 * MiB, v3, "V3");
-    map(r2 + 2 * MiB, 2 * MiB, v4, "V4");
-    map(r2 + 4 * MiB, 2 * MiB, v2, "V2");
-    access(r2, 6 * MiB);
-    attr(a_gdr, r2 + 4 * MiB, " (V2)");
-    attr(a_range_size, r2 + 4 * MiB, " (V2)");
-    get(r2, 4 * MiB, " (V3 and V4)");
-    get(r2 + 2 * MiB - page, 2 * page, " (V3 and V4)");
-    get(r2 + 4 * MiB, 2 * MiB, " (V2, gdr=0)");
-    get(r2 + 2 * MiB, 4 * MiB, " (V4 gdr=1 and V2 gdr=0)");
-    get(r2, 6 * MiB, " (all three)");
-    unmap(r2, 6 * MiB);
-  }
-  if (v3) release(v3, "V3");
-  if (v4) release(v4, "V4");
-  if (v2) release(v2, "V2");
-  if (r2) line("cuMemAddressFree(R2) -> " + res(cuMemAddressFree(r2, 6 * MiB)));
-
-  // Unmapped and released while exported.
-  line("-- V1 unmapped and released while its export is open");
-  const int fd = get(r1, 64 * MiB, "", dma_buf_fd, 0, true);
-  size_t before = free_memory();
-  unmap(r1, 64 * MiB, " (exported)");
-  memory_moved(before, "after cuMemUnmap(R1)", 64 * MiB);
-  get(r1, 64 * MiB, " (unmapped)");
-  get(r1 + 64 * KiB, 64 * KiB, " (unmapped)");
-  attr(a_mapped, r1, " (unmapped)");
-  if (fd >= 0) describe(fd, 64 * MiB, "fd of R1");
-  before = free_memory();
-  release(v1, "V1", " (exported, unmapped)");
-  memory_moved(before, "after cuMemRelease(V1)", 64 * MiB);
-  if (fd >= 0) describe(fd, 64 * MiB, "fd of R1");
-  before = free_memory();
-  if (fd >= 0) line(fmt("close(fd of R1) -> %d", fd_close(fd)));
-  memory_moved(before, "after close(fd of R1)", 64 * MiB);
-  // Mapped again with a new handle: a new export is needed (the guide says so).
-  const CUmemGenericAllocationHandle v5 = create("V5", 64 * MiB, gdr1);
-  if (v5) {
-    map(r1, 64 * MiB, v5, "V5");
-    access(r1, 64 * MiB);
-    get(r1, 64 * MiB, " (V5 mapped where V1 was)");
-    unmap(r1, 64 * MiB);
-    release(v5, "V5");
-  }
-  line("cuMemAddressFree(R1) -> " + res(cuMemAddressFree(r1, 128 * MiB)));
-#endif
-}
-
 void dmabuf_sequence::destroyed_context() {
   line("== context destroyed while an export is open");
   // Free memory is measured from before E is created: E's own memory comes back with it.
@@ -650,8 +480,6 @@ void dmabuf_sequence::run() {
   line("cuCtxDestroy(D) -> " + res(cuCtxDestroy(m_d)));
   line("== end");
 }
-
-}  // namespace
 
 void run_dmabuf(const sink& out) {
   dmabuf_sequence s(out);
