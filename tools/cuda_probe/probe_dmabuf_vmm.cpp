@@ -12,17 +12,7 @@ void dmabuf_sequence::vmm() {
   // The model has no VMM API yet: the conformance test leaves this section of the transcript out.
 #else
   line("== VMM memory (cuMemCreate, cuMemAddressReserve, cuMemMap, cuMemSetAccess)");
-  auto prop_for = [](unsigned char gdr) {
-    CUmemAllocationProp p;
-    std::memset(&p, 0, sizeof p);
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = 0;
-    p.allocFlags.gpuDirectRDMACapable = gdr;
-    return p;
-  };
-  const CUmemAllocationProp gdr1 = prop_for(1), gdr0 = prop_for(0);
+  const CUmemAllocationProp gdr1 = device_allocation(1), gdr0 = device_allocation(0);
   for (int opt = 0; opt < 2; ++opt) {
     size_t g = 0;
     const CUresult r =

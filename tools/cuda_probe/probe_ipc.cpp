@@ -303,12 +303,7 @@ void ipc_exporter::e0() {
   get(0x7f0000000000ull, "hfake", " (nothing there: fake)");
   // VMM memory: not legacy IPC capable.
   {
-    CUmemAllocationProp p;
-    std::memset(&p, 0, sizeof p);
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = 0;
+    const CUmemAllocationProp p = device_allocation();
     CUmemGenericAllocationHandle vh = 0;
     CUdeviceptr vp = 0;
     r = cuMemCreate(&vh, 2 * MiB, &p, 0);

@@ -152,6 +152,20 @@ inline int fd_mmap_errno(int fd) {
 }
 #endif
 
+#ifndef CUDA_PROBE_MODEL
+// Pinned device memory on GPU 0 for cuMemCreate (the model has no VMM API yet).
+inline CUmemAllocationProp device_allocation(unsigned char gpu_direct_rdma = 0) {
+  CUmemAllocationProp p;
+  std::memset(&p, 0, sizeof p);
+  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.location.id = 0;
+  p.allocFlags.gpuDirectRDMACapable = gpu_direct_rdma;
+  return p;
+}
+#endif
+
 inline std::string size_name(size_t n) {
   if (n && n % MiB == 0) return fmt("%zuMiB", n / MiB);
   if (n && n % KiB == 0) return fmt("%zuKiB", n / KiB);
