@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@ void run(const std::function<void(const std::string&)>& out);
 void run_peer(const std::function<void(const std::string&)>& out);
 void run_host(const std::function<void(const std::string&)>& out);
 void run_dmabuf(const std::function<void(const std::string&)>& out);
+void run_vmm(const std::function<void(const std::string&)>& out);
 }  // namespace cuda_probe
 
 using namespace p2psim;
@@ -38,6 +40,20 @@ const std::map<std::string, std::string> value_not_compared = {
     {"cuDeviceGetAttribute(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED=103, dev=0)",
      "VMM shareable handles are not modelled"},
     {"cuDeviceGetAttribute(IPC_EVENT_SUPPORTED=125, dev=0)", "IPC events are not modelled"},
+    // probe_vmm.cpp's.
+    {"cuDeviceGetAttribute(SPARSE_CUDA_ARRAY_SUPPORTED=112, dev=0)",
+     "CUDA arrays are not modelled"},
+    {"cuDeviceGetAttribute(MEMORY_POOLS_SUPPORTED=115, dev=0)", "memory pools are not modelled"},
+    {"cuDeviceGetAttribute(MEMPOOL_SUPPORTED_HANDLE_TYPES=119, dev=0)",
+     "memory pools are not modelled"},
+    {"cuDeviceGetAttribute(DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED=121, dev=0)",
+     "CUDA arrays are not modelled"},
+    {"cuDeviceGetAttribute(HANDLE_TYPE_FABRIC_SUPPORTED=128, dev=0)",
+     "VMM fabric handles are not modelled"},
+    {"cuDeviceGetAttribute(HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED=141, dev=0)",
+     "VMM host memory is not modelled"},
+    {"cuDeviceGetAttribute(HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED=145, dev=0)",
+     "VMM host memory is not modelled"},
     // The same in probe_dmabuf.cpp's spelling.
     {"cuDeviceGetAttribute(GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED=110, dev 0)",
      "the VMM API is not modelled"},
@@ -208,4 +224,62 @@ TEST_CASE("CUDA model matches the real driver's dma-buf transcript (H200)",
   //   gives F's freed address (H on the real driver) are left out; every result is compared.
   check_transcript(cuda_probe::run_dmabuf, "h200_cuda13_dmabuf.txt", 300,
                    dma_buf_sections_not_modelled);
+}
+
+// The VMM API (tools/cuda_probe/probe_vmm.cpp, `probe --vmm`): reservations, physical memory,
+// mappings and access, before cuInit, without a context, after cuCtxDestroy, every misuse, the
+// pointer attributes of VMM memory and copies through it, against one H200.
+// What the VMM comparison leaves out (the test below says why).
+void vmm_placement_not_modelled(std::vector<std::string>& real, std::vector<std::string>& model) {
+  const std::string unaligned_hint = "cuMemAddressReserve(size=2MiB, align=4MiB, addr=R2+10MiB";
+  for (auto* lines : {&real, &model}) {
+    for (std::string& l : *lines)
+      if (l.rfind("cuMemAddressReserve(", 0) == 0)
+        for (const char* token : {" placed=", " reuses_va_of="}) l = l.substr(0, l.find(token));
+    auto it = std::find_if(lines->begin(), lines->end(),
+                           [&](const std::string& l) { return l.rfind(unaligned_hint, 0) == 0; });
+    REQUIRE(it != lines->end());
+    // The model's reservation there succeeded: its free goes too.
+    const bool freed = it + 1 != lines->end() && (it + 1)->rfind("cuMemAddressFree(Rh,", 0) == 0;
+    lines->erase(it, it + (freed ? 2 : 1));
+  }
+  const std::string sharing = "== shareable handles, retain, properties";
+  real = without_section(real, sharing);
+  model = without_section(model, sharing);
+  // The probe names handles in the order it gets them, and that section got more on the real
+  // driver (imports): the names after it are compared by order of first appearance.
+  for (auto* lines : {&real, &model}) {
+    std::map<std::string, std::string> names;
+    const std::regex handle(R"(\bH[0-9]+\b)");
+    for (std::string& l : *lines) {
+      std::string renamed;
+      auto from = l.cbegin();
+      for (std::sregex_iterator it(l.begin(), l.end(), handle), end; it != end; ++it) {
+        renamed.append(from, l.cbegin() + it->position());
+        auto [n, fresh] = names.emplace(it->str(), "");
+        if (fresh) n->second = "H" + std::to_string(names.size() - 1);
+        renamed += n->second;
+        from = l.cbegin() + it->position() + it->length();
+      }
+      l = renamed.append(from, l.cend());
+    }
+  }
+}
+
+// The VMM API (tools/cuda_probe/probe_vmm.cpp, `probe --vmm`): reservations, physical memory,
+// mappings and access, before cuInit, without a context, after cuCtxDestroy, every misuse, the
+// pointer attributes of VMM memory and copies through it, against one H200. Not modelled yet,
+// and why:
+// - where driver 580 places a reservation relative to the ones before (`placed=`,
+//   `reuses_va_of=`): the model keeps what the recording shows of it (docs/driver-model.md,
+//   "VMM"), not its rule, which the recording does not give. The probe picks its hint that
+//   misses a 4 MiB alignment from where R2 lies, so on the model's placement it picked an
+//   aligned one: that line is left out too (the model refuses a hint that misses the
+//   alignment: tests/conformance/vmm_test.cpp);
+// - shareable handles (cuMemExportToShareableHandle, cuMemImportFromShareableHandle): their
+//   section.
+TEST_CASE("CUDA model matches the real driver's VMM transcript (H200)",
+          "[cuda][real-driver][vmm]") {
+  world w(h200(1, 2ull << 30));  // room for the probe's 1 GiB handle and the rest
+  check_transcript(cuda_probe::run_vmm, "h200_cuda13_vmm.txt", 600, vmm_placement_not_modelled);
 }

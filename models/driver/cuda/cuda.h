@@ -81,9 +81,14 @@ typedef enum CUpointer_attribute_enum P2PSIM_CU_ANY_INT {
   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,           /* CUdeviceptr */
   CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,                 /* size_t */
   CU_POINTER_ATTRIBUTE_MAPPED = 13,                     /* unsigned int (boolean) */
-  CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES = 14,       /* not modelled */
+  CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES = 14,       /* unsigned long long (handle types) */
   CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE = 15, /* unsigned int (boolean) */
-  CU_POINTER_ATTRIBUTE_ACCESS_FLAGS = 16                /* unsigned int (below) */
+  CU_POINTER_ATTRIBUTE_ACCESS_FLAGS = 16,               /* unsigned int (below) */
+  CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE = 17,             /* void*: no pools, NULL */
+  CU_POINTER_ATTRIBUTE_MAPPING_SIZE = 18,               /* size_t */
+  CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR = 19,          /* void* */
+  CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID = 20,            /* unsigned long long */
+  CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE = 21    /* unsigned int (boolean) */
 } CUpointer_attribute;
 
 /* Values of CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: what the GPUs may do with the memory. */
@@ -113,15 +118,24 @@ typedef enum CUdevice_attribute_enum P2PSIM_CU_ANY_INT {
   CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES = 100,
   CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
   CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
+  CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED = 104,
+  CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED = 105,
+  CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED = 107,
   CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED = 110,
+  CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED = 112,
   CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED = 113,
+  CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
   CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED = 116,
   CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS = 117,
   CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING = 118,
   CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES = 119,
+  CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED = 121,
   CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124,
   CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED = 125,
   CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED = 128,
+  CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED = 132,
+  CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 141,
+  CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 145,
   CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED = 146
 } CUdevice_attribute;
 
@@ -195,6 +209,61 @@ typedef enum CUmemRangeFlags_enum {
   CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE = 0x1 /* BAR1 mappings only: not supported */
 } CUmemRangeFlags;
 
+/* ---- virtual memory management (the reserve-then-map scheme NCCL and UCX use) ---- */
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef enum CUmemAllocationHandleType_enum P2PSIM_CU_ANY_INT {
+  CU_MEM_HANDLE_TYPE_NONE = 0x0,
+  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1, /* an int file descriptor */
+  CU_MEM_HANDLE_TYPE_WIN32 = 0x2,
+  CU_MEM_HANDLE_TYPE_WIN32_KMT = 0x4,
+  CU_MEM_HANDLE_TYPE_FABRIC = 0x8 /* needs an IMEX channel: not modelled */
+} CUmemAllocationHandleType;
+typedef enum CUmemAccess_flags_enum P2PSIM_CU_ANY_INT {
+  CU_MEM_ACCESS_FLAGS_PROT_NONE = 0x0,
+  CU_MEM_ACCESS_FLAGS_PROT_READ = 0x1,
+  CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3
+} CUmemAccess_flags;
+typedef enum CUmemLocationType_enum P2PSIM_CU_ANY_INT {
+  CU_MEM_LOCATION_TYPE_INVALID = 0x0,
+  CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
+  CU_MEM_LOCATION_TYPE_HOST = 0x2,
+  CU_MEM_LOCATION_TYPE_HOST_NUMA = 0x3,
+  CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 0x4
+} CUmemLocationType;
+typedef enum CUmemAllocationType_enum P2PSIM_CU_ANY_INT {
+  CU_MEM_ALLOCATION_TYPE_INVALID = 0x0,
+  CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
+  CU_MEM_ALLOCATION_TYPE_MANAGED = 0x2 /* CUDA 13; cuMemCreate refuses it */
+} CUmemAllocationType;
+typedef enum CUmemAllocationGranularity_flags_enum P2PSIM_CU_ANY_INT {
+  CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0,
+  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 0x1
+} CUmemAllocationGranularity_flags;
+typedef enum CUmemAllocationCompType_enum {
+  CU_MEM_ALLOCATION_COMP_NONE = 0x0,
+  CU_MEM_ALLOCATION_COMP_GENERIC = 0x1
+} CUmemAllocationCompType;
+typedef struct CUmemLocation_st {
+  CUmemLocationType type;
+  int id; /* a device ordinal, or a NUMA node for HOST_NUMA */
+} CUmemLocation;
+typedef struct CUmemAllocationProp_st {
+  CUmemAllocationType type;
+  CUmemAllocationHandleType requestedHandleTypes;
+  CUmemLocation location;
+  void* win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+} CUmemAllocationProp;
+typedef struct CUmemAccessDesc_st {
+  CUmemLocation location;
+  CUmemAccess_flags flags;
+} CUmemAccessDesc;
+
 /* Guide 7.2. */
 typedef struct CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st {
   unsigned long long p2pToken;
@@ -251,6 +320,35 @@ CUresult cuPointerSetAttribute(const void* value, CUpointer_attribute attribute,
  * allocation the range touches alive, past cuMemFree and cuCtxDestroy. ---- */
 CUresult cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dptr, size_t size,
                                        CUmemRangeHandleType handleType, unsigned long long flags);
+
+/* ---- virtual memory management: physical memory (cuMemCreate) is mapped at VA a process
+ * reserved (cuMemAddressReserve); neither belongs to a context (docs/driver-model.md, "VMM").
+ * ---- */
+CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
+                                       CUmemAllocationGranularity_flags option);
+CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags);
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
+CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
+                     const CUmemAllocationProp* prop, unsigned long long flags);
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags);
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count);
+CUresult cuMemGetAccess(unsigned long long* flags, const CUmemLocation* location, CUdeviceptr ptr);
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr);
+CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
+                                                CUmemGenericAllocationHandle handle);
+CUresult cuMemExportToShareableHandle(void* shareableHandle, CUmemGenericAllocationHandle handle,
+                                      CUmemAllocationHandleType handleType,
+                                      unsigned long long flags);
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, void* osHandle,
+                                        CUmemAllocationHandleType shHandleType);
+/* Sets N bytes of device memory to uc, once the context's earlier work is done. */
+CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N);
+/* No primary context is modelled: every device's is inactive, flags 0. */
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active);
 
 /* ---- copies and streams ---- */
 CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount);

@@ -163,11 +163,26 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
     case CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES:
       *pi = 0;
       break;  // no cuFlushRemoteWrites (an H200 says 0 too)
-    // Not modelled: the VMM API, its shareable handles, memory pools, IPC events.
+    // The VMM API (cuda_vmm.cpp); compressible memory is accepted, its compression not
+    // modelled.
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED:
+      *pi = 1;
+      break;
+    // Not modelled: VMM shareable handles (POSIX descriptors, fabric), Windows handles, host
+    // memory through VMM, sparse and deferred-mapping CUDA arrays, memory pools, multicast,
+    // IPC events.
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:
+    case CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
       *pi = 0;
       break;
@@ -360,6 +375,15 @@ CUresult cuMemGetInfo(size_t* free, size_t* total) {
 CUresult cuMemGetAddressRange(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
   if (CUresult r = check_init()) return r;
   auto* a = drv().find_allocation(p2psim::kernel::current_pid(), dptr);
+  // VMM memory: the mapping, once the current context's GPU may use it (driver 580).
+  if (const auto* m = a ? nullptr : vmm_mapping_at(dptr)) {
+    const CUctx_st* c = current_context();
+    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!m->access.count(c->device)) return CUDA_ERROR_NOT_FOUND;
+    if (pbase) *pbase = m->va;
+    if (psize) *psize = m->size;
+    return CUDA_SUCCESS;
+  }
   if (!a) return CUDA_ERROR_NOT_FOUND;  // the driver API's answer for an unknown address
   if (pbase) *pbase = a->va;            // both outputs are optional
   if (psize) *psize = a->size;

@@ -91,9 +91,14 @@ CUresult issue(copy_kind kind, CUdeviceptr dst_va, void* host_dst, CUdeviceptr s
   const bool dst_dev = kind != copy_kind::device_to_host;
   if ((!src_dev && !host_src) || (!dst_dev && !host_dst)) return CUDA_ERROR_INVALID_VALUE;
   if (bytes == 0) return CUDA_SUCCESS;
+  // A device side is one cuMemAlloc allocation, or VMM mappings the context's GPU may read
+  // (and, to copy into, write): driver 580 refuses a copy into memory mapped read-only or
+  // without access, or across an unmapped hole, before copying anything.
   nvidia_driver::allocation* sa = src_dev ? device_range(src_va, bytes) : nullptr;
   nvidia_driver::allocation* da = dst_dev ? device_range(dst_va, bytes) : nullptr;
-  if ((src_dev && !sa) || (dst_dev && !da)) return CUDA_ERROR_INVALID_VALUE;
+  const bool src_vmm = src_dev && !sa && vmm_accessible(c, src_va, bytes, false);
+  const bool dst_vmm = dst_dev && !da && vmm_accessible(c, dst_va, bytes, true);
+  if ((src_dev && !sa && !src_vmm) || (dst_dev && !da && !dst_vmm)) return CUDA_ERROR_INVALID_VALUE;
 
   copy_request r;
   r.kind = kind;
@@ -106,8 +111,8 @@ CUresult issue(copy_kind kind, CUdeviceptr dst_va, void* host_dst, CUdeviceptr s
   r.bytes = bytes;
   r.async = async;
   r.stream = stream;
-  r.src_sync_memops = sa && sa->sync_memops;
-  r.dst_sync_memops = da && da->sync_memops;
+  r.src_sync_memops = (sa && sa->sync_memops) || src_vmm;  // VMM memory always has it
+  r.dst_sync_memops = (da && da->sync_memops) || dst_vmm;
   r.ctx_sync_memops = c->flags & CU_CTX_SYNC_MEMOPS;
   // The block holding the host side's first byte decides: a copy that starts in page-locked
   // memory must end there (driver 580 refuses it before copying anything), one that starts in
@@ -189,6 +194,25 @@ CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t 
                            CUstream hStream) {
   return issue(copy_kind::device_to_device, dstDevice, nullptr, srcDevice, nullptr, ByteCount, true,
                hStream);
+}
+
+// Untimed: the bytes are in VRAM when the call returns, after the context's earlier work.
+CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
+  if (CUresult r = check_init()) return r;
+  CUctx_st* c = current_context();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  if (N == 0) return CUDA_SUCCESS;
+  if (!device_range(dstDevice, N) && !vmm_accessible(c, dstDevice, N, true))
+    return CUDA_ERROR_INVALID_VALUE;
+  synchronize_context(c);
+  rdma_sync(c->device);
+  for (uint64_t done = 0; done < N;) {
+    const vram_byte v = locate(dstDevice + done);
+    const uint64_t n = std::min<uint64_t>(v.left, N - done);
+    drv().gpu(v.gpu).vram->fill(v.offset, n, uc);
+    done += n;
+  }
+  return CUDA_SUCCESS;
 }
 
 // ---- streams ----

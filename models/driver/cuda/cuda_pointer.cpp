@@ -84,6 +84,26 @@ CUresult read_attribute(nvidia_driver::allocation& a, CUpointer_attribute attr, 
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
       *static_cast<unsigned int*>(data) = 1;  // cuMemAlloc memory can be pinned (7.1)
       break;
+    // What driver 580 answers for cuMemAlloc memory as VMM sees it: one mapping of the whole
+    // allocation, read and write, its own block.
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+      *static_cast<unsigned int*>(data) = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
+      break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+      *static_cast<void**>(data) = nullptr;
+      break;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+      *static_cast<size_t*>(data) = a.size;
+      break;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+      *static_cast<CUdeviceptr*>(data) = a.va;
+      break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+      *static_cast<unsigned long long*>(data) = a.buffer_id;
+      break;
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
+      *static_cast<unsigned int*>(data) = 0;
+      break;
     default:
       return CUDA_ERROR_INVALID_VALUE;  // an attribute the driver does not know
   }
@@ -148,6 +168,7 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevi
   if (!data) return CUDA_ERROR_INVALID_VALUE;
   auto* a = allocation_at(ptr);
   if (a) return read_attribute(*a, attribute, data, ptr);
+  if (const auto* m = vmm_mapping_at(ptr)) return vmm_attribute(*m, attribute, data, ptr);
   if (const auto* b = pinned_range(reinterpret_cast<const void*>(uintptr_t(ptr)), 1))
     return pinned_attribute(*b, attribute, data, ptr);
   return CUDA_ERROR_INVALID_VALUE;  // freed, pageable or foreign memory (6.5, 7.2)
@@ -163,13 +184,16 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute*
   for (unsigned int i = 0; i < numAttributes; ++i)  // check all before writing any
     if (!data[i] || !multi_supported(attributes[i])) return CUDA_ERROR_INVALID_VALUE;
   auto* a = allocation_at(ptr);
-  const auto* pinned = a ? nullptr : pinned_range(reinterpret_cast<const void*>(uintptr_t(ptr)), 1);
+  const auto* m = a ? nullptr : vmm_mapping_at(ptr);
+  const auto* pinned =
+      a || m ? nullptr : pinned_range(reinterpret_cast<const void*>(uintptr_t(ptr)), 1);
   for (unsigned int i = 0; i < numAttributes; ++i) {
     CUresult r = a        ? read_attribute(*a, attributes[i], data[i], ptr)
+                 : m      ? vmm_attribute(*m, attributes[i], data[i], ptr)
                  : pinned ? pinned_attribute(*pinned, attributes[i], data[i], ptr)
                           : CUDA_ERROR_INVALID_VALUE;
-    if (r != CUDA_SUCCESS)
-      write_default(attributes[i], data[i], a || pinned, ptr);  // HOST_POINTER of VRAM: NULL
+    if (r != CUDA_SUCCESS)  // HOST_POINTER of VRAM: NULL
+      write_default(attributes[i], data[i], a || m || pinned, ptr);
   }
   return CUDA_SUCCESS;
 }

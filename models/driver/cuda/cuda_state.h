@@ -71,8 +71,22 @@ struct host_chunk {
   std::map<uint64_t, uint64_t> used;  // offset -> bytes
 };
 
+// A VMM handle (cuMemCreate, cuMemRetainAllocationHandle): a reference to physical memory the
+// driver keeps (`memory`; 0 for host memory, which is not modelled). It stays usable while a
+// reference or a mapping made with it lives (driver 580 maps a released but mapped handle
+// again), and its memory goes with the last of both.
+struct vmm_handle {
+  uint64_t memory = 0;
+  CUmemAllocationProp prop{};
+  int refs = 1;
+  int mappings = 0;
+  uint64_t block_id = 0;  // CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID of its mappings
+};
+
 // The CUDA user space of one simulated OS's processes (kernel::os owns it).
 struct state {
+  std::map<CUmemGenericAllocationHandle, vmm_handle> vmm_handles;  // usable ones
+  CUmemGenericAllocationHandle next_vmm_handle = 0x10000;
   std::map<kernel::pid_t, process_state> processes;
   std::vector<pinned_block> pinned;  // live blocks
   std::vector<host_chunk> host_chunks;
@@ -107,6 +121,16 @@ CUresult pinned_attribute(const pinned_block& b, CUpointer_attribute attr, void*
 void drop_block(const pinned_block& b);
 // cuCtxDestroy: the context's blocks are freed and its registrations dropped.
 void drop_host_memory_of(const CUctx_st* ctx);
+// The usable VMM handle `h`, or nullptr.
+vmm_handle* vmm_handle_of(CUmemGenericAllocationHandle h);
+// The caller's VMM mapping holding `va`, or nullptr.
+p2psim::nv::nvidia_driver::vmm_mapping* vmm_mapping_at(CUdeviceptr va);
+// Pointer attribute `attr` of the VMM mapping `m`, which holds `ptr`.
+CUresult vmm_attribute(const p2psim::nv::nvidia_driver::vmm_mapping& m, CUpointer_attribute attr,
+                       void* data, CUdeviceptr ptr);
+// Whether context `c`'s GPU may read (`write`: and write) all of [va, va + bytes) through
+// the caller's VMM mappings, which lie back to back there.
+bool vmm_accessible(const CUctx_st* c, CUdeviceptr va, size_t bytes, bool write);
 // What kernels on GPU `ordinal` see of RDMA writes, or nullptr when that is not modelled.
 gpu::rdma_visibility* visibility_of(int ordinal);
 // A CPU-initiated work submission or synchronization on GPU `ordinal`: every RDMA write landed

@@ -123,6 +123,10 @@ void nvidia_driver::process_exit(kernel::pid_t pid) {
   for (const auto& [id, c] : m_contexts)
     if (c.pid == pid) contexts.push_back(id);
   for (int id : contexts) forget_context(id);
+  for (const auto& [va, m] : ps.mappings) {  // its VMM mappings go; its handles with CUDA's
+    --m_vmm.at(m.memory).mappings;
+    vmm_free_memory_if_unused(m.memory);
+  }
   // Nothing of the process is left (its persistent pins hold frames, not its pages): a
   // process that exited costs nothing from here on.
   m_processes.erase(pid);
@@ -200,22 +204,35 @@ std::optional<uint64_t> nvidia_driver::mem_alloc(int ctx_id, uint64_t size) {
 }
 
 std::optional<uint64_t> nvidia_driver::take_ctx_va(process_state& ps, int ctx, uint64_t bytes,
-                                                   const std::function<bool(uint64_t)>& usable) {
+                                                   const std::function<bool(uint64_t)>& usable,
+                                                   uint64_t align) {
+  bool first = true;
   for (auto& [base, b] : ps.blocks)
-    if (b.ctx == ctx)
-      if (auto va = b.free.take(bytes, alloc_chunk_bytes, usable)) return va;
-  const uint64_t size = std::max(ctx_block_bytes, round_up(bytes, alloc_chunk_bytes));
-  auto base = ps.va.take(size, alloc_chunk_bytes, usable);
+    if (b.ctx == ctx) {
+      first = false;
+      if (auto va = b.free.take(bytes, align, usable)) return va;
+    }
+  // Blocks come from the top of the range down (driver 580 put a later context's memory
+  // below an earlier one's, and VA reserved without a context far below both).
+  const uint64_t size = std::max(ctx_block_bytes, round_up(bytes, align));
+  auto base = ps.va.take_highest(size, std::max(align, alloc_chunk_bytes));
   if (!base) return std::nullopt;
   block& b =
       ps.blocks.emplace(*base, block{ctx, size, va_space(*base, *base + size)}).first->second;
-  return b.free.take(bytes, alloc_chunk_bytes, usable);
+  if (first && size > ctx_own_offset + ctx_own_bytes)
+    b.free.take_at(*base + ctx_own_offset, ctx_own_bytes);
+  return b.free.take(bytes, align, usable);
 }
 
 void nvidia_driver::release_blocks(process_state& ps, int ctx) {
   for (auto it = ps.blocks.begin(); it != ps.blocks.end();)
     if (it->second.ctx == ctx) {
-      ps.va.give_back(it->first, it->second.size);
+      const uint64_t base = it->first, end = base + it->second.size;
+      ps.va.give_back(base, it->second.size);
+      // VA reserved in the context stays reserved: it is the process's, not the context's.
+      for (auto r = ps.reservations.lower_bound(base); r != ps.reservations.end() && r->first < end;
+           ++r)
+        ps.va.take_at(r->first, r->second);
       it = ps.blocks.erase(it);
     } else {
       ++it;

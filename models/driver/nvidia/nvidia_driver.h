@@ -158,6 +158,45 @@ class nvidia_driver {
   // cuCtxDestroy of that memory.
   int export_dma_buf(kernel::pid_t pid, uint64_t va, uint64_t size);
 
+  // ---- CUDA VMM (docs/driver-model.md, "VMM"): physical memory of one GPU that no context
+  // owns (cuMemCreate), VA a process reserves (cuMemAddressReserve) and mappings of the one
+  // at the other (cuMemMap). Memory lives while a handle or a mapping holds it. ----
+  struct vmm_mapping {
+    uint64_t va = 0, size = 0;
+    uint64_t memory = 0;             // what vmm_create returned
+    uint64_t handle = 0;             // the caller's name for the handle it mapped (CUDA's)
+    uint64_t buffer_id = 0;          // a new one for every cuMemMap (driver 580)
+    std::map<int, unsigned> access;  // device ordinal -> CU_MEM_ACCESS_FLAGS_*; none: no access
+  };
+  // `size` bytes (a multiple of 64 KiB) of `gpu`'s VRAM with one handle on it: its id, or
+  // nullopt when VRAM is full.
+  std::optional<uint64_t> vmm_create(int gpu, uint64_t size);
+  // Another handle on the memory (an import) / one fewer (the memory goes with the last
+  // handle once no mapping is left).
+  void vmm_add_handle(uint64_t memory);
+  void vmm_drop_handle(uint64_t memory);
+  // The GPU and size of live memory; nullopt once it is gone.
+  std::optional<std::pair<int, uint64_t>> vmm_memory_of(uint64_t memory) const;
+  // `size` bytes of `pid`'s VA aligned to `align` (a power of two, at least 2 MiB), at `hint`
+  // when it is free there: in context `ctx`'s VA when given and small, else in the process's
+  // own (docs/driver-model.md, "VMM", says where driver 580 put them). nullopt: no VA left.
+  std::optional<uint64_t> vmm_reserve(kernel::pid_t pid, int ctx, uint64_t size, uint64_t align,
+                                      uint64_t hint);
+  // Frees exactly one reservation that no mapping overlaps; false otherwise.
+  bool vmm_free_reservation(kernel::pid_t pid, uint64_t va, uint64_t size);
+  // The reservation holding `va`: its base and size.
+  std::optional<std::pair<uint64_t, uint64_t>> vmm_reservation_of(kernel::pid_t pid,
+                                                                  uint64_t va) const;
+  // Maps the whole of `memory` at `va` (which a reservation holds; the mapping may run past
+  // its end, as driver 580 allows) with no access yet; false if any of its VA is mapped.
+  bool vmm_map(kernel::pid_t pid, uint64_t va, uint64_t memory, uint64_t handle);
+  // Unmaps every mapping inside [va, va + size): nullopt (nothing done) if one only partly is.
+  std::optional<std::vector<vmm_mapping>> vmm_unmap(kernel::pid_t pid, uint64_t va, uint64_t size);
+  // The mapping holding `va`, and the mappings lying back to back across [va, va + size) from
+  // `va` (empty unless they cover it whole).
+  vmm_mapping* vmm_mapping_at(kernel::pid_t pid, uint64_t va);
+  std::vector<vmm_mapping*> vmm_mappings_over(kernel::pid_t pid, uint64_t va, uint64_t size);
+
   // ---- what happened ----
   static constexpr size_t max_events = 1000;  // kept; later ones only counted
   const driver_counters& counters() const { return m_counters; }
@@ -184,7 +223,7 @@ class nvidia_driver {
     uint64_t bar1_exhausted = 0;
   };
   struct va_page {  // one 64 KiB page of a process's UVA space in use
-    int ctx = 0;    // a page holds memory of one context, so of one GPU
+    int ctx = 0;    // a page holds memory of one context, so of one GPU; 0: a VMM mapping's
     int gpu = 0;
     uint64_t frame = 0;
     int allocations = 0;         // live allocations touching it; 0: being freed
@@ -200,8 +239,15 @@ class nvidia_driver {
     uint64_t size = 0;
     va_space free;
   };
+  struct vmm_memory {
+    int gpu = 0;
+    std::vector<uint64_t> frames;  // its 64 KiB frames, in order
+    int handles = 0, mappings = 0;
+  };
   struct process_state {
     std::map<uint64_t, allocation> allocations;  // by va
+    std::map<uint64_t, uint64_t> reservations;   // VMM: base -> size
+    std::map<uint64_t, vmm_mapping> mappings;    // VMM: by va
     va_space va{uva_base, uva_limit};
     std::map<uint64_t, block> blocks;   // by base; a context's go back when it is destroyed
     std::map<uint64_t, chunk> chunks;   // by base
@@ -222,12 +268,15 @@ class nvidia_driver {
   void free_allocation(kernel::pid_t pid, uint64_t va, const std::string& why);
   // `bytes` of context `ctx`'s VA, 2 MiB aligned: first fit in its blocks, else a new block.
   std::optional<uint64_t> take_ctx_va(process_state& ps, int ctx, uint64_t bytes,
-                                      const std::function<bool(uint64_t)>& usable);
+                                      const std::function<bool(uint64_t)>& usable,
+                                      uint64_t align = alloc_chunk_bytes);
   // Returns an allocation's VA to its chunk or to its context's block.
   void give_back_va(process_state& ps, uint64_t va, uint64_t reserve, bool in_chunk);
   // A chunk's pages that an export mapped and no allocation uses go with the chunk.
   void unmap_unused_pages(process_state& ps, uint64_t chunk_base);
-  void release_blocks(process_state& ps, int ctx);  // once its allocations are gone
+  // Once its allocations are gone; VMM reservations in them stay the process's.
+  void release_blocks(process_state& ps, int ctx);
+  void vmm_free_memory_if_unused(uint64_t memory);
   void forget_context(int ctx);
   // BAR1 pages for `frames`: how many are not mapped yet (those a new mapping needs), and a
   // page mapping one frame, shared with the pins and dma-buf mappings that mapped it already
@@ -248,6 +297,8 @@ class nvidia_driver {
   std::map<int, context> m_contexts;                      // live ones
   std::map<std::pair<uint64_t, uint32_t>, int> m_tokens;  // of live contexts
   std::map<kernel::pid_t, process_state> m_processes;
+  std::map<uint64_t, vmm_memory> m_vmm;  // live, by id
+  uint64_t m_next_vmm = 1;
   std::map<uint64_t, std::unique_ptr<pin>> m_pins;                      // live, by id
   std::map<const nvidia_p2p_page_table_t*, uint64_t> m_pin_of;          // live, by table
   std::deque<std::unique_ptr<pin>> m_quarantine;                        // the last dead pins

@@ -35,6 +35,31 @@ std::optional<uint64_t> va_space::take(uint64_t size, uint64_t align,
   return std::nullopt;
 }
 
+std::optional<uint64_t> va_space::take_highest(uint64_t size, uint64_t align) {
+  if (size == 0) return std::nullopt;
+  for (auto it = m_free.rbegin(); it != m_free.rend(); ++it) {
+    const uint64_t start = it->first, end = it->first + it->second;
+    if (size > end - start) continue;
+    const uint64_t at = (end - size) / align * align;
+    if (at < start) continue;
+    if (take_at(at, size)) return at;
+  }
+  return std::nullopt;
+}
+
+bool va_space::take_at(uint64_t start, uint64_t size) {
+  if (size == 0 || start + size < start) return false;
+  auto it = m_free.upper_bound(start);
+  if (it == m_free.begin()) return false;
+  --it;
+  const uint64_t from = it->first, end = it->first + it->second;
+  if (start + size > end) return false;
+  m_free.erase(it);
+  if (start > from) m_free[from] = start - from;
+  if (start + size < end) m_free[start + size] = end - start - size;
+  return true;
+}
+
 void va_space::give_back(uint64_t start, uint64_t size) {
   auto next = m_free.find(start + size);
   if (next != m_free.end()) {

@@ -20,6 +20,12 @@ inline constexpr uint64_t alloc_chunk_bytes = 2 * 1024 * 1024;
 // Each context takes its VA from blocks of its own (a new context's first allocation lands far
 // from every other context's, and never on a VA another live context just freed).
 inline constexpr uint64_t ctx_block_bytes = 1ull << 30;
+// What libcuda keeps for itself in a new context's first block, 2 MiB from its start: on
+// driver 580 a context's first 2 MiB allocation (or reservation) lands at the block's start
+// and the next one 74 MiB after it (tests/data/cuda_probe/h200_cuda13_vmm.txt, R0 and R2;
+// h200_cuda13_dmabuf.txt, A2 and A4).
+inline constexpr uint64_t ctx_own_offset = 2ull << 20;
+inline constexpr uint64_t ctx_own_bytes = 72ull << 20;
 inline constexpr uint64_t uva_base = 0x2'0000'0000ull;  // the CUDA VA range (guide 7.1)
 inline constexpr uint64_t uva_limit = 1ull << 40;       // "within the first 40 bits"
 
@@ -32,6 +38,10 @@ class va_space {
   // inside a free range belong to no one, so only the two end pages are asked about.
   std::optional<uint64_t> take(uint64_t size, uint64_t align,
                                const std::function<bool(uint64_t page)>& usable);
+  // The highest such range instead (every page usable).
+  std::optional<uint64_t> take_highest(uint64_t size, uint64_t align);
+  // Takes exactly [start, start + size) if all of it is free; false (nothing taken) otherwise.
+  bool take_at(uint64_t start, uint64_t size);
   // Returns a taken range, merged with its free neighbours.
   void give_back(uint64_t start, uint64_t size);
 
