@@ -1,6 +1,6 @@
 // The probe's dma-buf sequence, its VMM section: exports of memory mapped with cuMemCreate,
 // cuMemAddressReserve, cuMemMap and cuMemSetAccess, unmapped, released and mapped again
-// (probe_dmabuf.h; the model has no VMM API yet, so it runs only against the real driver).
+// (probe_dmabuf.h).
 #include "probe_dmabuf.h"
 
 namespace cuda_probe {
@@ -8,9 +8,6 @@ namespace cuda_probe {
 using namespace named_memory;
 
 void dmabuf_sequence::vmm() {
-#ifdef CUDA_PROBE_MODEL
-  // The model has no VMM API yet: the conformance test leaves this section of the transcript out.
-#else
   line("== VMM memory (cuMemCreate, cuMemAddressReserve, cuMemMap, cuMemSetAccess)");
   const CUmemAllocationProp gdr1 = device_allocation(1), gdr0 = device_allocation(0);
   for (int opt = 0; opt < 2; ++opt) {
@@ -131,7 +128,6 @@ void dmabuf_sequence::vmm() {
     release(v5, "V5");
   }
   line("cuMemAddressFree(R1) -> " + res(cuMemAddressFree(r1, 128 * MiB)));
-#endif
 }
 
 }  // namespace cuda_probe

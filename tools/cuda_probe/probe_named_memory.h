@@ -152,8 +152,7 @@ inline int fd_mmap_errno(int fd) {
 }
 #endif
 
-#ifndef CUDA_PROBE_MODEL
-// Pinned device memory on GPU 0 for cuMemCreate (the model has no VMM API yet).
+// Pinned device memory on GPU 0 for cuMemCreate.
 inline CUmemAllocationProp device_allocation(unsigned char gpu_direct_rdma = 0) {
   CUmemAllocationProp p;
   std::memset(&p, 0, sizeof p);
@@ -164,7 +163,6 @@ inline CUmemAllocationProp device_allocation(unsigned char gpu_direct_rdma = 0) 
   p.allocFlags.gpuDirectRDMACapable = gpu_direct_rdma;
   return p;
 }
-#endif
 
 inline std::string size_name(size_t n) {
   if (n && n % MiB == 0) return fmt("%zuMiB", n / MiB);

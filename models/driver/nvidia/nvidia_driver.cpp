@@ -171,7 +171,7 @@ std::optional<uint64_t> nvidia_driver::mem_alloc(int ctx_id, uint64_t size) {
     }
     ps.chunks.at(round_down(*va)).used += reserve;
   } else {
-    va = take_ctx_va(ps, ctx_id, reserve, usable);
+    va = take_ctx_va(ps, ctx_id, reserve, usable, alloc_chunk_bytes, reserve >= large_alloc_bytes);
     if (!va) return std::nullopt;
   }
   const uint64_t first = *va / gpu_page_bytes, last = (*va + reserve - 1) / gpu_page_bytes;
@@ -205,11 +205,12 @@ std::optional<uint64_t> nvidia_driver::mem_alloc(int ctx_id, uint64_t size) {
 
 std::optional<uint64_t> nvidia_driver::take_ctx_va(process_state& ps, int ctx, uint64_t bytes,
                                                    const std::function<bool(uint64_t)>& usable,
-                                                   uint64_t align) {
+                                                   uint64_t align, bool large) {
   bool first = true;
   for (auto& [base, b] : ps.blocks)
     if (b.ctx == ctx) {
-      first = false;
+      first &= b.large;
+      if (b.large != large) continue;
       if (auto va = b.free.take(bytes, align, usable)) return va;
     }
   // Blocks come from the top of the range down (driver 580 put a later context's memory
@@ -217,9 +218,9 @@ std::optional<uint64_t> nvidia_driver::take_ctx_va(process_state& ps, int ctx, u
   const uint64_t size = std::max(ctx_block_bytes, round_up(bytes, align));
   auto base = ps.va.take_highest(size, std::max(align, alloc_chunk_bytes));
   if (!base) return std::nullopt;
-  block& b =
-      ps.blocks.emplace(*base, block{ctx, size, va_space(*base, *base + size)}).first->second;
-  if (first && size > ctx_own_offset + ctx_own_bytes)
+  block& b = ps.blocks.emplace(*base, block{ctx, size, va_space(*base, *base + size), large})
+                 .first->second;
+  if (first && !large && size > ctx_own_offset + ctx_own_bytes)
     b.free.take_at(*base + ctx_own_offset, ctx_own_bytes);
   return b.free.take(bytes, align, usable);
 }

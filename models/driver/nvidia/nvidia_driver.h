@@ -238,6 +238,7 @@ class nvidia_driver {
     int ctx = 0;
     uint64_t size = 0;
     va_space free;
+    bool large = false;  // for allocations of large_alloc_bytes or more, apart from the rest
   };
   struct vmm_memory {
     int gpu = 0;
@@ -269,7 +270,7 @@ class nvidia_driver {
   // `bytes` of context `ctx`'s VA, 2 MiB aligned: first fit in its blocks, else a new block.
   std::optional<uint64_t> take_ctx_va(process_state& ps, int ctx, uint64_t bytes,
                                       const std::function<bool(uint64_t)>& usable,
-                                      uint64_t align = alloc_chunk_bytes);
+                                      uint64_t align = alloc_chunk_bytes, bool large = false);
   // Returns an allocation's VA to its chunk or to its context's block.
   void give_back_va(process_state& ps, uint64_t va, uint64_t reserve, bool in_chunk);
   // A chunk's pages that an export mapped and no allocation uses go with the chunk.

@@ -26,6 +26,11 @@ inline constexpr uint64_t ctx_block_bytes = 1ull << 30;
 // h200_cuda13_dmabuf.txt, A2 and A4).
 inline constexpr uint64_t ctx_own_offset = 2ull << 20;
 inline constexpr uint64_t ctx_own_bytes = 72ull << 20;
+// cuMemAlloc allocations this large go to blocks of their own, below the context's first:
+// driver 580 put a 64 MiB one 478 MiB below the context's first allocation, with nothing
+// mapped after it, and a 4 MiB one in the first block (h200_cuda13_dmabuf.txt, A64 and A4;
+// where between 4 and 64 MiB the cut lies was not probed).
+inline constexpr uint64_t large_alloc_bytes = 64ull << 20;
 inline constexpr uint64_t uva_base = 0x2'0000'0000ull;  // the CUDA VA range (guide 7.1)
 inline constexpr uint64_t uva_limit = 1ull << 40;       // "within the first 40 bits"
 
