@@ -27,16 +27,10 @@ using namespace p2psim::test;
 namespace {
 
 // Lines whose result is compared but not their value, and why. The model's GPU advertises
-// only what the model implements: it has no managed memory, VMM API or dma-buf, which an H200
-// has, so it must not claim them.
+// only what the model implements: it has no managed memory, memory pools or VMM shareable
+// handles, which an H200 has, so it must not claim them.
 const std::map<std::string, std::string> value_not_compared = {
     {"cuDeviceGetAttribute(83, dev=0)", "MANAGED_MEMORY: managed memory is not modelled"},
-    {"cuDeviceGetAttribute(110, dev=0)",
-     "GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: the VMM API is not modelled"},
-    {"cuDeviceGetAttribute(GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED=110, dev=0)",
-     "the VMM API is not modelled"},
-    {"cuDeviceGetAttribute(VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED=102, dev=0)",
-     "the VMM API is not modelled"},
     {"cuDeviceGetAttribute(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED=103, dev=0)",
      "VMM shareable handles are not modelled"},
     {"cuDeviceGetAttribute(IPC_EVENT_SUPPORTED=125, dev=0)", "IPC events are not modelled"},
@@ -55,10 +49,6 @@ const std::map<std::string, std::string> value_not_compared = {
     {"cuDeviceGetAttribute(HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED=145, dev=0)",
      "VMM host memory is not modelled"},
     // The same in probe_dmabuf.cpp's spelling.
-    {"cuDeviceGetAttribute(GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED=110, dev 0)",
-     "the VMM API is not modelled"},
-    {"cuDeviceGetAttribute(VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED=102, dev 0)",
-     "the VMM API is not modelled"},
     {"cuDeviceGetAttribute(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED=103, dev 0)",
      "VMM shareable handles are not modelled"},
     {"cuDeviceGetAttribute(HANDLE_TYPE_FABRIC_SUPPORTED=128, dev 0)",

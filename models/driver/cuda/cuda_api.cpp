@@ -124,8 +124,8 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
       *pi = 0;
       break;  // no cuMemAllocManaged here
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
-      *pi = 0;
-      break;  // no VMM
+      *pi = 1;
+      break;  // nv-p2p pins VMM memory made gpuDirectRDMACapable; dma-buf exports any
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED:
       *pi = 1;
       break;  // nv-p2p (4.1.2)

@@ -196,7 +196,8 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
     case CU_MEM_LOCATION_TYPE_DEVICE: {
       if (prop->location.id < 0 || prop->location.id >= drv().gpu_count())
         return CUDA_ERROR_INVALID_DEVICE;
-      auto memory = drv().vmm_create(prop->location.id, size);
+      auto memory =
+          drv().vmm_create(prop->location.id, size, h.prop.allocFlags.gpuDirectRDMACapable != 0);
       if (!memory) return CUDA_ERROR_OUT_OF_MEMORY;
       h.memory = *memory;
       break;

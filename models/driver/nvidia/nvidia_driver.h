@@ -170,7 +170,7 @@ class nvidia_driver {
   };
   // `size` bytes (a multiple of 64 KiB) of `gpu`'s VRAM with one handle on it: its id, or
   // nullopt when VRAM is full.
-  std::optional<uint64_t> vmm_create(int gpu, uint64_t size);
+  std::optional<uint64_t> vmm_create(int gpu, uint64_t size, bool rdma_capable);
   // Another handle on the memory (an import) / one fewer (the memory goes with the last
   // handle once no mapping is left).
   void vmm_add_handle(uint64_t memory);
@@ -191,6 +191,7 @@ class nvidia_driver {
   // its end, as driver 580 allows) with no access yet; false if any of its VA is mapped.
   bool vmm_map(kernel::pid_t pid, uint64_t va, uint64_t memory, uint64_t handle);
   // Unmaps every mapping inside [va, va + size): nullopt (nothing done) if one only partly is.
+  // Revocable pins on what goes get their free callbacks first, as for cuMemFree (5.3).
   std::optional<std::vector<vmm_mapping>> vmm_unmap(kernel::pid_t pid, uint64_t va, uint64_t size);
   // The mapping holding `va`, and the mappings lying back to back across [va, va + size) from
   // `va` (empty unless they cover it whole).
@@ -242,6 +243,7 @@ class nvidia_driver {
   };
   struct vmm_memory {
     int gpu = 0;
+    bool rdma_capable = false;     // gpuDirectRDMACapable: nv-p2p may pin it
     std::vector<uint64_t> frames;  // its 64 KiB frames, in order
     int handles = 0, mappings = 0;
   };
@@ -278,6 +280,8 @@ class nvidia_driver {
   // Once its allocations are gone; VMM reservations in them stay the process's.
   void release_blocks(process_state& ps, int ctx);
   void vmm_free_memory_if_unused(uint64_t memory);
+  // The base of the VMM mapping holding VA page `page` (which a mapping holds).
+  static uint64_t vmm_base(const process_state& ps, uint64_t page);
   void forget_context(int ctx);
   // BAR1 pages for `frames`: how many are not mapped yet (those a new mapping needs), and a
   // page mapping one frame, shared with the pins and dma-buf mappings that mapped it already

@@ -69,7 +69,12 @@ int nvidia_driver::get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
   for (uint64_t p = va / gpu_page_bytes; p < va / gpu_page_bytes + length / gpu_page_bytes; ++p) {
     auto it = ps.pages.find(p);
     if (it == ps.pages.end() || it->second.allocations == 0) return not_live();
-    if (ctx && it->second.ctx != ctx)
+    // VMM memory is the process's, any context of it may pin it, if it was made for RDMA
+    // (gdrcopy #257: nv-p2p pins cuMemCreate memory "provided that the allocation has the
+    // gpudirect rdma flag set").
+    if (it->second.ctx == 0 && !m_vmm.at(ps.mappings.at(vmm_base(ps, p)).memory).rdma_capable)
+      return refuse(EINVAL, fn, "VMM memory created without gpuDirectRDMACapable");
+    if (ctx && it->second.ctx != ctx && it->second.ctx != 0)
       return refuse(EINVAL, fn, "the range is not all in the tokens' context");
     if (!pages.empty() && it->second.ctx != pages.front()->ctx)
       return refuse(EINVAL, fn, "the range spans two contexts");
@@ -93,7 +98,7 @@ int nvidia_driver::get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
   p->id = m_next_pin++;
   p->caller = kernel::current_pid();
   p->memory_pid = pid;
-  p->ctx = pages.front()->ctx;
+  p->ctx = pages.front()->ctx ? pages.front()->ctx : ctx;  // VMM: the tokens' context
   p->gpu = g;
   p->va = va;
   p->length = length;

@@ -2,6 +2,7 @@
 // mappings of the one at the other (docs/driver-model.md, "VMM"). A mapping's pages are VA
 // pages like an allocation's (context 0), so copies, vram_of and dma-buf exports find its
 // frames; the frames are the memory's, taken at cuMemCreate and given back with it.
+#include <fmt/format.h>
 #include <algorithm>
 
 #include "models/driver/nvidia/nvidia_driver.h"
@@ -16,10 +17,10 @@ namespace {
 constexpr uint64_t ctx_reservation_limit = 64ull << 20;
 }  // namespace
 
-std::optional<uint64_t> nvidia_driver::vmm_create(int gpu, uint64_t size) {
+std::optional<uint64_t> nvidia_driver::vmm_create(int gpu, uint64_t size, bool rdma_capable) {
   if (gpu < 0 || gpu >= gpu_count() || size == 0 || size % gpu_page_bytes) return std::nullopt;
   vram_frames& frames = m_gpus[gpu].frames;
-  vmm_memory m{gpu, {}, 1, 0};
+  vmm_memory m{gpu, rdma_capable, {}, 1, 0};
   for (uint64_t i = 0; i < size / gpu_page_bytes; ++i) {
     auto f = frames.take();
     if (!f) {
@@ -126,9 +127,20 @@ std::optional<std::vector<nvidia_driver::vmm_mapping>> nvidia_driver::vmm_unmap(
   auto it = ps.mappings.upper_bound(va);
   if (it != ps.mappings.begin() && std::prev(it)->first + std::prev(it)->second.size > va) --it;
   auto from = it;
+  const uint64_t from_va = from == ps.mappings.end() ? va + size : from->first;
   for (; it != ps.mappings.end() && it->first < va + size; ++it)
     if (it->first < va || it->first + it->second.size > va + size) return std::nullopt;
-  for (it = from; it != ps.mappings.end() && it->first < va + size;) {
+  // The pins on what goes get their callbacks first (oldest first), while the pages still
+  // map the memory.
+  std::vector<uint64_t> doomed_pins;
+  for (auto m = from; m != ps.mappings.end() && m->first < va + size; ++m)
+    for (uint64_t q = m->first / gpu_page_bytes; q < (m->first + m->second.size) / gpu_page_bytes;
+         ++q)
+      for (uint64_t id : ps.pages.at(q).pins) doomed_pins.push_back(id);
+  std::sort(doomed_pins.begin(), doomed_pins.end());
+  doomed_pins.erase(std::unique(doomed_pins.begin(), doomed_pins.end()), doomed_pins.end());
+  for (uint64_t id : doomed_pins) revoke(id, fmt::format("cuMemUnmap of 0x{:x}", va));
+  for (it = ps.mappings.lower_bound(from_va); it != ps.mappings.end() && it->first < va + size;) {
     const vmm_mapping m = it->second;
     for (uint64_t q = m.va / gpu_page_bytes; q < (m.va + m.size) / gpu_page_bytes; ++q)
       ps.pages.erase(q);
@@ -138,6 +150,10 @@ std::optional<std::vector<nvidia_driver::vmm_mapping>> nvidia_driver::vmm_unmap(
     gone.push_back(m);
   }
   return gone;
+}
+
+uint64_t nvidia_driver::vmm_base(const process_state& ps, uint64_t page) {
+  return std::prev(ps.mappings.upper_bound(page * gpu_page_bytes))->first;
 }
 
 nvidia_driver::vmm_mapping* nvidia_driver::vmm_mapping_at(kernel::pid_t pid, uint64_t va) {
