@@ -37,6 +37,7 @@ std::set<std::string> all_calls() {
                                  "cuCtxDisablePeerAccess"};
   calls.insert(detail::api_calls().begin(), detail::api_calls().end());
   calls.insert(detail::dma_buf_call_names().begin(), detail::dma_buf_call_names().end());
+  calls.insert(detail::vmm_call_names().begin(), detail::vmm_call_names().end());
   for (const char* c : {"malloc", "free", "cuMemHostAlloc", "cuMemAllocHost", "cuMemFreeHost",
                         "cuMemHostRegister", "cuMemHostUnregister"})
     calls.insert(c);
@@ -77,6 +78,11 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
   }
   if (detail::is_dma_buf_call(s.call)) {
     detail::read_dma_buf_step(r, s, names);
+    r.done();
+    return s;
+  }
+  if (detail::is_vmm_call(s.call)) {
+    detail::read_vmm_step(r, s, names);
     r.done();
     return s;
   }
@@ -284,7 +290,7 @@ void check_program(const program_spec& p, const topo::topology& t) {
   if (p.peer && !third_party_initiator(t, p.peer->device))
     throw config::error(p.peer->loc, "device", "'" + p.peer->device + not_peer + t.file);
   for (const auto& s : p.steps) {
-    if (s.call == "cuCtxCreate") {
+    if (s.call == "cuCtxCreate" || s.call == "cuMemCreate" || s.call == "cuMemSetAccess") {
       const auto* d = t.find_device(s.device);
       if (!d || !d->spec<gpu::gpu_spec>())
         throw config::error(s.loc, "device", "'" + s.device + "' is not a GPU in " + t.file);

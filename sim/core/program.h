@@ -108,11 +108,15 @@ struct step_spec {
   bool id_based_ordering = false;
   double time_ns = 0;  // sleep
   // Raw nv-p2p calls and pointer attributes (program_read_api.cpp).
-  std::string pin;        // a pin's name: get_pages names it, later steps use it
-  std::string fd;         // close, dma_buf_import: a descriptor's name
-  std::string region;     // dma_buf_release, dma: an imported region's name
-  bool null_pin = false;  // `pin: NULL`: the page table pointer is NULL
-  bool has_va = false;    // va: (nv-p2p calls) or ptr: (pointer attributes) instead of buffer
+  std::string pin;            // a pin's name: get_pages names it, later steps use it
+  std::string fd;             // close, dma_buf_import: a descriptor's name
+  std::string region;         // dma_buf_release, dma: an imported region's name
+  std::string handle;         // cuMemMap, cuMemRelease: a cuMemCreate's name
+  std::string access = "rw";  // cuMemSetAccess: rw | read | none
+  uint64_t align = 0;         // cuMemAddressReserve (0: the granularity)
+  bool rdma = false;          // cuMemCreate: gpuDirectRDMACapable
+  bool null_pin = false;      // `pin: NULL`: the page table pointer is NULL
+  bool has_va = false;        // va: (nv-p2p calls) or ptr: (pointer attributes) instead of buffer
   uint64_t va = 0;
   bool has_size = false;                // size: was written
   tokens_spec tokens;                   // get_pages, put_pages

@@ -24,6 +24,8 @@ struct program_names {
   std::set<std::string> stored_tokens;  // the stored ones that hold P2P_TOKENS
   std::set<std::string> descriptors;    // by cuMemGetHandleForAddressRange
   std::set<std::string> regions;        // by dma_buf_import
+  std::set<std::string> handles;        // by cuMemCreate
+  std::set<std::string> reserved;       // the buffers cuMemAddressReserve named
   bool peer_driver = false;             // the scenario has a `peer_driver` section
 };
 
@@ -42,6 +44,10 @@ bool is_dma_buf_call(const std::string& call);
 const std::set<std::string>& dma_buf_call_names();
 void read_dma_buf_step(const config::node_reader& r, step_spec& s, program_names& names);
 void read_host_step(const config::node_reader& r, step_spec& s, program_names& names);
+// The VMM steps (program_read_vmm.cpp): create, release, reserve, free, map, unmap, access.
+bool is_vmm_call(const std::string& call);
+const std::set<std::string>& vmm_call_names();
+void read_vmm_step(const config::node_reader& r, step_spec& s, program_names& names);
 // A name a step gives a buffer, a copy, a stream, ...: refused if taken (at `key`).
 void claim_name(const config::node_reader& r, const std::string& key, const std::string& name,
                 const program_names& names);

@@ -212,6 +212,7 @@ std::string program_runner::run_step(const step_spec& s) {
   if (detail::is_api_call(s.call)) return p2p_step(s, pid);
   if (detail::is_host_call(s.call)) return host_step(s, pid);
   if (detail::is_dma_buf_call(s.call)) return dma_buf_step(s, pid);
+  if (detail::is_vmm_call(s.call)) return vmm_step(s, pid);
   if (s.call == "register" || s.call == "deregister" || s.call == "dma") {
     auto it = m_buffers.find(s.buffer);
     if (it == m_buffers.end()) return "-EINVAL";  // its cuMemAlloc failed

@@ -79,6 +79,7 @@ class program_runner : public sc_core::sc_module {
   std::vector<uint8_t> held_bytes(const std::string& name, uint64_t offset, uint64_t len) const;
   std::string host_step(const step_spec& s, int pid);     // program_host_steps.cpp
   std::string dma_buf_step(const step_spec& s, int pid);  // program_dma_buf_steps.cpp
+  std::string vmm_step(const step_spec& s, int pid);      // program_vmm_steps.cpp
   int node_of(const step_spec& s) const;                  // the NUMA node of its `socket`
   CUstream stream_of(const step_spec& s) const;
   // A cuMemcpyDtoH's bytes against what the program had copied into the buffer.
@@ -192,6 +193,14 @@ class program_runner : public sc_core::sc_module {
     uint64_t address = 0;  // what was exported from
   };
   std::map<std::string, descriptor> m_descriptors;  // by name
+  struct vmm_handle {
+    CUmemGenericAllocationHandle handle = 0;
+    uint64_t size = 0;
+    std::vector<uint8_t> image;  // what the program put in it (its memory starts cleared)
+  };
+  std::map<std::string, vmm_handle> m_handles;  // by cuMemCreate's name
+  // Per reserved buffer, the handles mapped in it, by offset.
+  std::map<std::string, std::map<uint64_t, std::string>> m_mapped;
   std::map<std::string, size_t> m_named_dma;
   std::vector<dma_result> m_dmas;
   std::map<std::string, bar1_peak> m_bar1_peak;            // per GPU

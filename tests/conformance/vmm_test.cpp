@@ -81,7 +81,7 @@ void write_through_bar1(test::world& w, const nvidia_p2p_page_table_t& t,
 }  // namespace
 
 TEST_CASE(
-    "VMM: a reservation takes its hint when the range is free, and refuses one that "
+    "VMM: a reservation takes its hint when the range is free and refuses one that "
     "misses its alignment (cuMemAddressReserve)",
     "[vmm]") {
   test::world w;
@@ -101,7 +101,7 @@ TEST_CASE(
   CHECK(cuMemAddressFree(taken, two_mib) == CUDA_SUCCESS);
 }
 
-TEST_CASE("VMM: bytes copied through one mapping are the handle's, wherever it is mapped next",
+TEST_CASE("VMM: bytes copied through one mapping are the handle's wherever it is mapped next",
           "[vmm]") {
   test::world w;
   test::cuda_context();
@@ -125,8 +125,8 @@ TEST_CASE("VMM: bytes copied through one mapping are the handle's, wherever it i
 }
 
 TEST_CASE(
-    "VMM: the memory lives while a handle or a mapping holds it, and VRAM comes back "
-    "with the last (cuMemRelease, cuMemUnmap)",
+    "VMM: the memory lives while a handle or a mapping holds it and VRAM comes back "
+    "with the last (cuMemRelease and cuMemUnmap)",
     "[vmm]") {
   test::world w;
   test::cuda_context();
@@ -150,8 +150,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "VMM: nv-p2p pins memory made gpuDirectRDMACapable, and a peer's writes through the "
-    "pin land in it (guide 2.1, GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED)",
+    "VMM: nv-p2p pins memory made gpuDirectRDMACapable and a peer's writes through the "
+    "pin land in it (guide 2.1 and GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED)",
     "[vmm][nv-p2p]") {
   test::world w;
   test::cuda_context();
@@ -187,7 +187,7 @@ TEST_CASE(
 
 TEST_CASE(
     "VMM: unmapping a pinned range runs the pin's free callback before cuMemUnmap "
-    "returns; what is mapped there next needs a new pin (guide 5.3)",
+    "returns - what is mapped there next needs a new pin (guide 5.3)",
     "[vmm][nv-p2p]") {
   test::world w;
   test::cuda_context();
@@ -248,7 +248,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "VMM: a dma-buf of VMM memory holds its VRAM after cuMemUnmap and cuMemRelease, "
+    "VMM: a dma-buf of VMM memory holds its VRAM after cuMemUnmap and cuMemRelease "
     "until the descriptor closes (guide 4.1)",
     "[vmm][dma-buf]") {
   test::world w;
