@@ -6,7 +6,6 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,8 +30,6 @@ namespace {
 // handles, which an H200 has, so it must not claim them.
 const std::map<std::string, std::string> value_not_compared = {
     {"cuDeviceGetAttribute(83, dev=0)", "MANAGED_MEMORY: managed memory is not modelled"},
-    {"cuDeviceGetAttribute(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED=103, dev=0)",
-     "VMM shareable handles are not modelled"},
     {"cuDeviceGetAttribute(IPC_EVENT_SUPPORTED=125, dev=0)", "IPC events are not modelled"},
     // probe_vmm.cpp's.
     {"cuDeviceGetAttribute(SPARSE_CUDA_ARRAY_SUPPORTED=112, dev=0)",
@@ -49,8 +46,6 @@ const std::map<std::string, std::string> value_not_compared = {
     {"cuDeviceGetAttribute(HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED=145, dev=0)",
      "VMM host memory is not modelled"},
     // The same in probe_dmabuf.cpp's spelling.
-    {"cuDeviceGetAttribute(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED=103, dev 0)",
-     "VMM shareable handles are not modelled"},
     {"cuDeviceGetAttribute(HANDLE_TYPE_FABRIC_SUPPORTED=128, dev 0)",
      "VMM fabric handles are not modelled"},
     {"cuDeviceGetAttribute(MEMPOOL_SUPPORTED_HANDLE_TYPES=119, dev 0)",
@@ -212,41 +207,17 @@ void vmm_placement_not_modelled(std::vector<std::string>& real, std::vector<std:
     const bool freed = it + 1 != lines->end() && (it + 1)->rfind("cuMemAddressFree(Rh,", 0) == 0;
     lines->erase(it, it + (freed ? 2 : 1));
   }
-  const std::string sharing = "== shareable handles, retain, properties";
-  real = without_section(real, sharing);
-  model = without_section(model, sharing);
-  // The probe names handles in the order it gets them, and that section got more on the real
-  // driver (imports): the names after it are compared by order of first appearance.
-  for (auto* lines : {&real, &model}) {
-    std::map<std::string, std::string> names;
-    const std::regex handle(R"(\bH[0-9]+\b)");
-    for (std::string& l : *lines) {
-      std::string renamed;
-      auto from = l.cbegin();
-      for (std::sregex_iterator it(l.begin(), l.end(), handle), end; it != end; ++it) {
-        renamed.append(from, l.cbegin() + it->position());
-        auto [n, fresh] = names.emplace(it->str(), "");
-        if (fresh) n->second = "H" + std::to_string(names.size() - 1);
-        renamed += n->second;
-        from = l.cbegin() + it->position() + it->length();
-      }
-      l = renamed.append(from, l.cend());
-    }
-  }
 }
 
 // The VMM API (tools/cuda_probe/probe_vmm.cpp, `probe --vmm`): reservations, physical memory,
 // mappings and access, before cuInit, without a context, after cuCtxDestroy, every misuse, the
-// pointer attributes of VMM memory and copies through it, against one H200. Not modelled yet,
-// and why:
-// - where driver 580 places a reservation relative to the ones before (`placed=`,
-//   `reuses_va_of=`): the model keeps what the recording shows of it (docs/driver-model.md,
-//   "VMM"), not its rule, which the recording does not give. The probe picks its hint that
-//   misses a 4 MiB alignment from where R2 lies, so on the model's placement it picked an
-//   aligned one: that line is left out too (the model refuses a hint that misses the
-//   alignment: tests/conformance/vmm_test.cpp);
-// - shareable handles (cuMemExportToShareableHandle, cuMemImportFromShareableHandle): their
-//   section.
+// pointer attributes of VMM memory, copies through it and shareable handles, against one
+// H200. Not modelled, and why: where driver 580 places a reservation relative to the ones
+// before (`placed=`, `reuses_va_of=`): the model keeps what the recording shows of it
+// (docs/driver-model.md, "VMM"), not its rule, which the recording does not give. The probe
+// picks its hint that misses a 4 MiB alignment from where R2 lies, so on the model's placement
+// it picked an aligned one: that line is left out too (the model refuses a hint that misses
+// the alignment: tests/conformance/vmm_test.cpp).
 TEST_CASE("CUDA model matches the real driver's VMM transcript (H200)",
           "[cuda][real-driver][vmm]") {
   world w(h200(1, 2ull << 30));  // room for the probe's 1 GiB handle and the rest

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/driver/kernel/dma_buf.h"
+#include "models/driver/kernel/err_ptr.h"
 #include "tests/conformance/cuda_helpers.h"
 
 using namespace p2psim;
@@ -267,5 +268,42 @@ TEST_CASE(
   REQUIRE(kernel::current_os().dma_bufs().close(kernel::current_pid(), fd) == 0);
   REQUIRE(cuMemGetInfo(&now, &total) == CUDA_SUCCESS);
   CHECK(now == free0);
+  REQUIRE(cuMemAddressFree(r, 2 * two_mib) == CUDA_SUCCESS);
+}
+
+TEST_CASE(
+    "VMM: a handle exported as a POSIX descriptor imports as a new handle on the same "
+    "memory which outlives the descriptor and the exporter's handle",
+    "[vmm]") {
+  test::world w;
+  test::cuda_context();
+  CUmemAllocationProp p = device_memory(1);
+  p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemGenericAllocationHandle h = 0, plain = create(two_mib), imported = 0;
+  REQUIRE(cuMemCreate(&h, two_mib, &p, 0) == CUDA_SUCCESS);
+  int fd = -1;
+  CHECK(cuMemExportToShareableHandle(&fd, plain, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) ==
+        CUDA_ERROR_INVALID_VALUE);  // made without POSIX_FD among its types
+  REQUIRE(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) ==
+          CUDA_SUCCESS);
+  CHECK(IS_ERR(dma_buf_get(fd)));  // a descriptor, but not a dma-buf: -EINVAL
+  CHECK(PTR_ERR(dma_buf_get(fd)) == -EINVAL);
+  const CUdeviceptr r = map_rw(h, two_mib, reserve(2 * two_mib));
+  const auto bytes = pattern(two_mib, 41);
+  REQUIRE(cuMemcpyHtoD(r, bytes.data(), two_mib) == CUDA_SUCCESS);
+  REQUIRE(cuMemImportFromShareableHandle(&imported, reinterpret_cast<void*>(intptr_t(fd)),
+                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == CUDA_SUCCESS);
+  CHECK(imported != h);
+  REQUIRE(kernel::current_os().dma_bufs().close(kernel::current_pid(), fd) == 0);
+  REQUIRE(cuMemUnmap(r, two_mib) == CUDA_SUCCESS);
+  REQUIRE(cuMemRelease(h) == CUDA_SUCCESS);  // the import still holds the memory
+  map_rw(imported, two_mib, r + two_mib);
+  CHECK(read_back(r + two_mib, two_mib) == bytes);
+  CHECK(cuMemImportFromShareableHandle(&imported, reinterpret_cast<void*>(intptr_t(fd)),
+                                       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ==
+        CUDA_ERROR_UNKNOWN);  // closed
+  REQUIRE(cuMemUnmap(r + two_mib, two_mib) == CUDA_SUCCESS);
+  REQUIRE(cuMemRelease(imported) == CUDA_SUCCESS);
+  REQUIRE(cuMemRelease(plain) == CUDA_SUCCESS);
   REQUIRE(cuMemAddressFree(r, 2 * two_mib) == CUDA_SUCCESS);
 }

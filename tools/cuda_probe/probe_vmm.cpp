@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "probe.h"
+#include "probe_named_memory.h"
 
 namespace cuda_probe {
 
@@ -1169,12 +1170,12 @@ void vmm_sequence::sharing() {
         cuMemExportToShareableHandle(&fd2, hp, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
     line(fmt("cuMemExportToShareableHandle(%s, POSIX_FD, flags=0) again -> %s%s", hname(hp).c_str(),
              res(r2).c_str(), r2 == CUDA_SUCCESS ? (fd2 == fd ? " fd=same" : " fd=other") : ""));
-    if (r2 == CUDA_SUCCESS && fd2 >= 0 && fd2 != fd) close(fd2);
+    if (r2 == CUDA_SUCCESS && fd2 >= 0 && fd2 != fd) named_memory::fd_close(fd2);
     int fd3 = -1;
     r2 = cuMemExportToShareableHandle(&fd3, hp, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1);
     line(fmt("cuMemExportToShareableHandle(%s, POSIX_FD, flags=1) -> %s", hname(hp).c_str(),
              res(r2).c_str()));
-    if (r2 == CUDA_SUCCESS && fd3 >= 0) close(fd3);
+    if (r2 == CUDA_SUCCESS && fd3 >= 0) named_memory::fd_close(fd3);
     unsigned char buf[64] = {};
     for (int t : {0, 8}) {
       r2 = cuMemExportToShareableHandle(buf, hp, (CUmemAllocationHandleType)t, 0);
@@ -1192,7 +1193,7 @@ void vmm_sequence::sharing() {
         cuMemExportToShareableHandle(&f, hnn, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
     line(fmt("cuMemExportToShareableHandle(%s, POSIX_FD, flags=0) created without it -> %s",
              hname(hnn).c_str(), res(r).c_str()));
-    if (r == CUDA_SUCCESS && f >= 0) close(f);
+    if (r == CUDA_SUCCESS && f >= 0) named_memory::fd_close(f);
   }
   {
     int f = -1;
@@ -1217,7 +1218,7 @@ void vmm_sequence::sharing() {
     s = "cuMemImportFromShareableHandle(fd, POSIX_FD) again -> " + res(r);
     if (r == CUDA_SUCCESS) s += " handle=" + got_handle(hi2, hn(), 2 * MiB);
     line(s);
-    line("close(fd) -> " + std::string(close(fd) == 0 ? "0" : "-1"));
+    line("close(fd) -> " + std::string(named_memory::fd_close(fd) == 0 ? "0" : "-1"));
     if (hi) {
       props(hi, " imported");
       if (map(zb + 2 * MiB, 2 * MiB, 0, hi, 0, " the imported handle") == CUDA_SUCCESS &&
@@ -1244,6 +1245,8 @@ void vmm_sequence::sharing() {
                                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
       line(fmt("cuMemImportFromShareableHandle(fd=%d, POSIX_FD) -> %s", bad, res(r).c_str()));
     }
+    // On the model this is a descriptor the simulated process does not have open: a file
+    // CUDA did not make, to the driver.
     const int dn = open("/dev/null", O_RDONLY);
     const CUresult r = cuMemImportFromShareableHandle(&h, (void*)(intptr_t)dn,
                                                       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);

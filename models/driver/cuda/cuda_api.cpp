@@ -166,13 +166,12 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
     // The VMM API (cuda_vmm.cpp); compressible memory is accepted, its compression not
     // modelled.
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED:
       *pi = 1;
       break;
-    // Not modelled: VMM shareable handles (POSIX descriptors, fabric), Windows handles, host
-    // memory through VMM, sparse and deferred-mapping CUDA arrays, memory pools, multicast,
-    // IPC events.
-    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+    // Not modelled: fabric handles, Windows handles, host memory through VMM, sparse and
+    // deferred-mapping CUDA arrays, memory pools, multicast, IPC events.
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:

@@ -4,6 +4,7 @@
 // outlives cuCtxDestroy. Each check and its result is driver 580's on an H200
 // (tests/data/cuda_probe/h200_cuda13_vmm.txt).
 #include "models/driver/cuda/cuda_state.h"
+#include "models/driver/kernel/dma_buf.h"
 
 using namespace p2psim::cuda::detail;
 using p2psim::nv::nvidia_driver;
@@ -323,25 +324,55 @@ CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void*
   return CUDA_SUCCESS;
 }
 
-// Shareable handles (a POSIX descriptor another process imports) are not modelled yet: the
-// device reports HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED 0.
+// A POSIX descriptor for a handle's memory (cuMemExportToShareableHandle): it holds the memory
+// as a handle does, until its last descriptor closes, and any process that has it imports a
+// handle of its own.
+struct vmm_share : p2psim::kernel::driver_file {
+  vmm_share(nvidia_driver& d, uint64_t m, const CUmemAllocationProp& p)
+      : driver(d), memory(m), prop(p) {
+    driver.vmm_add_handle(memory);
+  }
+  ~vmm_share() override { driver.vmm_drop_handle(memory); }
+  nvidia_driver& driver;  // outlives the OS whose descriptors hold this
+  uint64_t memory;
+  CUmemAllocationProp prop;
+};
+
 CUresult cuMemExportToShareableHandle(void* shareableHandle, CUmemGenericAllocationHandle handle,
                                       CUmemAllocationHandleType handleType,
                                       unsigned long long flags) {
   if (CUresult r = check_init()) return r;
-  if (!shareableHandle || !vmm_handle_of(handle) || flags ||
-      handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-    return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_ERROR_NOT_SUPPORTED;
+  const vmm_handle* h = vmm_handle_of(handle);
+  if (!shareableHandle || !h || flags || handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+      !(h->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+    return CUDA_ERROR_INVALID_VALUE;  // also a handle made without POSIX_FD among its types
+  if (!h->memory) return CUDA_ERROR_NOT_SUPPORTED;  // host memory: not modelled
+  *static_cast<int*>(shareableHandle) = p2psim::kernel::current_os().dma_bufs().open_fd(
+      pid(), std::make_shared<vmm_share>(drv(), h->memory, h->prop));
+  return CUDA_SUCCESS;
 }
 
+// A new handle on the memory behind the caller's descriptor, every time; it does not carry the
+// exported handle's shareable types (driver 580 reports none).
 CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, void* osHandle,
                                         CUmemAllocationHandleType shHandleType) {
   if (CUresult r = check_init()) return r;
-  (void)osHandle;
   if (!handle || shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
     return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_ERROR_NOT_SUPPORTED;
+  const int fd = int(reinterpret_cast<intptr_t>(osHandle));
+  auto* share =
+      dynamic_cast<vmm_share*>(p2psim::kernel::current_os().dma_bufs().other_file(pid(), fd));
+  if (!share) return CUDA_ERROR_UNKNOWN;  // not open, or not such a descriptor (driver 580)
+  vmm_handle h;
+  h.memory = share->memory;
+  h.prop = share->prop;
+  h.prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  h.block_id = drv().new_buffer_id();
+  drv().vmm_add_handle(h.memory);
+  const CUmemGenericAllocationHandle value = global().next_vmm_handle++;
+  global().vmm_handles[value] = h;
+  *handle = value;
+  return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {

@@ -14,20 +14,32 @@ dma_buf_core::~dma_buf_core() {
   m_buffers.clear();
 }
 
+int dma_buf_core::lowest_free(pid_t pid) const {
+  int fd = 3;
+  auto it = m_fds.find(pid);
+  if (it == m_fds.end()) return fd;
+  for (const auto& [n, f] : it->second) {  // ordered: the first gap is the lowest free one
+    if (n != fd) break;
+    ++fd;
+  }
+  return fd;
+}
+
 int dma_buf_core::export_fd(pid_t pid, uint64_t size, std::unique_ptr<dma_buf_exporter> exporter) {
   auto buf = std::make_unique<dma_buf>();
   buf->size = size;
   buf->ino = m_next_ino++;
   buf->exporter = std::move(exporter);
   buf->refs = 1;
-  auto& fds = m_fds[pid];
-  int fd = 3;
-  for (const auto& [n, f] : fds) {  // ordered: the first gap is the lowest free descriptor
-    if (n != fd) break;
-    ++fd;
-  }
-  fds.emplace(fd, buf.get());
+  const int fd = lowest_free(pid);
+  m_fds[pid].emplace(fd, descriptor{buf.get(), nullptr});
   m_buffers.emplace(buf.get(), std::move(buf));
+  return fd;
+}
+
+int dma_buf_core::open_fd(pid_t pid, std::shared_ptr<driver_file> f) {
+  const int fd = lowest_free(pid);
+  m_fds[pid].emplace(fd, descriptor{nullptr, std::move(f)});
   return fd;
 }
 
@@ -35,28 +47,37 @@ dma_buf* dma_buf_core::file(pid_t pid, int fd) const {
   auto it = m_fds.find(pid);
   if (it == m_fds.end()) return nullptr;
   auto f = it->second.find(fd);
-  return f == it->second.end() ? nullptr : f->second;
+  return f == it->second.end() ? nullptr : f->second.buf;
+}
+
+driver_file* dma_buf_core::other_file(pid_t pid, int fd) const {
+  auto it = m_fds.find(pid);
+  if (it == m_fds.end()) return nullptr;
+  auto f = it->second.find(fd);
+  return f == it->second.end() ? nullptr : f->second.file.get();
 }
 
 int dma_buf_core::close(pid_t pid, int fd) {
-  dma_buf* buf = file(pid, fd);
-  if (!buf) return -EBADF;
-  m_fds[pid].erase(fd);
-  unref(buf);
-  return 0;
+  auto it = m_fds.find(pid);
+  if (it == m_fds.end() || !it->second.count(fd)) return -EBADF;
+  const descriptor d = it->second.at(fd);
+  it->second.erase(fd);
+  if (d.buf) unref(d.buf);
+  return 0;  // a driver's file goes with its last descriptor (d's copy, here)
 }
 
 void dma_buf_core::close_all(pid_t pid) {
   auto it = m_fds.find(pid);
   if (it == m_fds.end()) return;
-  std::map<int, dma_buf*> fds = std::move(it->second);
+  std::map<int, descriptor> fds = std::move(it->second);
   m_fds.erase(it);
-  for (auto& [fd, buf] : fds) unref(buf);
+  for (auto& [fd, d] : fds)
+    if (d.buf) unref(d.buf);
 }
 
 dma_buf* dma_buf_core::get(pid_t pid, int fd) {
   dma_buf* buf = file(pid, fd);
-  if (!buf) return ERR_PTR(-EBADF);
+  if (!buf) return ERR_PTR(other_file(pid, fd) ? -EINVAL : -EBADF);  // Linux: not a dma-buf
   ++buf->refs;
   return buf;
 }

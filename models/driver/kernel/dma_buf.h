@@ -85,8 +85,17 @@ enum dma_data_direction { DMA_BIDIRECTIONAL = 0, DMA_TO_DEVICE = 1, DMA_FROM_DEV
 // O_CLOEXEC (what /proc/PID/fdinfo prints, "flags: 02000002").
 inline constexpr unsigned dma_buf_file_flags = 02000002;
 
-// The dma-bufs of one simulated OS: its processes' descriptors and the buffers, attachments
-// and mappings that live. kernel::os owns one.
+// A file a driver opens for a process that is not a dma-buf (the NVIDIA driver's VMM shareable
+// handle): what it refers to is the driver's. The last descriptor's close destroys it, which is
+// its release.
+class driver_file {
+ public:
+  virtual ~driver_file() = default;
+};
+
+// The dma-bufs of one simulated OS: its processes' descriptors (for dma-bufs, and for the
+// drivers' other files) and the buffers, attachments and mappings that live. kernel::os owns
+// one.
 class dma_buf_core {
  public:
   dma_buf_core() = default;
@@ -97,10 +106,15 @@ class dma_buf_core {
   // dma_buf_export + dma_buf_fd: a buffer of `size` bytes over `exporter`'s memory, and a
   // descriptor for it in `pid`'s table (the lowest free one, from 3 up: 0-2 are the stdio).
   int export_fd(pid_t pid, uint64_t size, std::unique_ptr<dma_buf_exporter> exporter);
+  // A descriptor for a driver's file in `pid`'s table (the lowest free one).
+  int open_fd(pid_t pid, std::shared_ptr<driver_file> f);
   // close(2): 0, or -EBADF for a descriptor `pid` does not have open.
   int close(pid_t pid, int fd);
-  // The buffer behind `pid`'s descriptor, without a reference (nullptr: not open).
+  // The buffer behind `pid`'s descriptor, without a reference (nullptr: not open, or not a
+  // dma-buf).
   dma_buf* file(pid_t pid, int fd) const;
+  // The driver's file behind `pid`'s descriptor (nullptr: not open, or a dma-buf).
+  driver_file* other_file(pid_t pid, int fd) const;
   // Every descriptor of `pid` closed (its exit).
   void close_all(pid_t pid);
 
@@ -123,7 +137,13 @@ class dma_buf_core {
  private:
   void unref(dma_buf* buf);
 
-  std::map<pid_t, std::map<int, dma_buf*>> m_fds;
+  struct descriptor {
+    dma_buf* buf = nullptr;             // a dma-buf, one of its references
+    std::shared_ptr<driver_file> file;  // or a driver's file
+  };
+  int lowest_free(pid_t pid) const;
+
+  std::map<pid_t, std::map<int, descriptor>> m_fds;
   std::map<dma_buf*, std::unique_ptr<dma_buf>> m_buffers;  // live ones
   std::map<dma_buf_attachment*, std::unique_ptr<dma_buf_attachment>> m_attachments;
   std::map<sg_table*, std::pair<dma_buf_attachment*, std::unique_ptr<sg_table>>> m_mappings;
@@ -135,7 +155,8 @@ class dma_buf_core {
 
 // The calls an importing driver makes (include/linux/dma-buf.h), on the OS it runs in
 // (kernel::current_os()); a descriptor is the calling process's (kernel::current_pid()).
-// dma_buf_get: ERR_PTR(-EBADF) for a descriptor that is not open.
+// dma_buf_get: ERR_PTR(-EBADF) for a descriptor that is not open, ERR_PTR(-EINVAL) for one that
+// is not a dma-buf.
 p2psim::kernel::dma_buf* dma_buf_get(int fd);
 void dma_buf_put(p2psim::kernel::dma_buf* dmabuf);
 // A static attachment: the exporter keeps the memory where it is while it is mapped.
