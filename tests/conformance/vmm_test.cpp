@@ -307,3 +307,26 @@ TEST_CASE(
   REQUIRE(cuMemRelease(plain) == CUDA_SUCCESS);
   REQUIRE(cuMemAddressFree(r, 2 * two_mib) == CUDA_SUCCESS);
 }
+
+TEST_CASE(
+    "VMM: a process's exit unmaps its VMM memory - pins on it get their callbacks and "
+    "its VRAM comes back (guide 5.3)",
+    "[vmm][nv-p2p]") {
+  test::world w;
+  const uint64_t used_before = w.driver().vram_used_bytes(0);
+  test::revocation rev;
+  {
+    kernel::as_process app(300);
+    test::cuda_context();
+    const CUmemGenericAllocationHandle h = create(two_mib);
+    const CUdeviceptr r = map_rw(h, two_mib, reserve(two_mib));
+    const auto t = test::tokens(r);
+    REQUIRE(nvidia_p2p_get_pages(t.p2pToken, t.vaSpaceToken, r, two_mib, &rev.table,
+                                 test::revocation::callback, &rev) == 0);
+    CHECK(w.driver().vram_used_bytes(0) == used_before + two_mib);
+  }
+  w.driver().process_exit(300);
+  CHECK(rev.calls == 1);
+  CHECK(w.driver().live_pins() == 0);
+  CHECK(w.driver().vram_used_bytes(0) == used_before);
+}

@@ -76,6 +76,7 @@ struct host_chunk {
 // reference or a mapping made with it lives (driver 580 maps a released but mapped handle
 // again), and its memory goes with the last of both.
 struct vmm_handle {
+  kernel::pid_t pid = 0;  // whose handle it is
   uint64_t memory = 0;
   CUmemAllocationProp prop{};
   int refs = 1;

@@ -30,7 +30,7 @@ bool power_of_two(uint64_t v) {
 void drop_if_unused(CUmemGenericAllocationHandle h) {
   auto it = global().vmm_handles.find(h);
   if (it == global().vmm_handles.end() || it->second.refs > 0 || it->second.mappings > 0) return;
-  if (it->second.memory) drv().vmm_drop_handle(it->second.memory);
+  if (it->second.memory) drv().vmm_drop_handle(it->second.memory, it->second.pid);
   global().vmm_handles.erase(it);
 }
 
@@ -197,8 +197,8 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
     case CU_MEM_LOCATION_TYPE_DEVICE: {
       if (prop->location.id < 0 || prop->location.id >= drv().gpu_count())
         return CUDA_ERROR_INVALID_DEVICE;
-      auto memory =
-          drv().vmm_create(prop->location.id, size, h.prop.allocFlags.gpuDirectRDMACapable != 0);
+      auto memory = drv().vmm_create(pid(), prop->location.id, size,
+                                     h.prop.allocFlags.gpuDirectRDMACapable != 0);
       if (!memory) return CUDA_ERROR_OUT_OF_MEMORY;
       h.memory = *memory;
       break;
@@ -214,6 +214,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
       return CUDA_ERROR_INVALID_VALUE;
   }
   h.block_id = drv().new_buffer_id();
+  h.pid = pid();
   const CUmemGenericAllocationHandle value = global().next_vmm_handle++;
   global().vmm_handles[value] = h;
   *handle = value;
@@ -330,9 +331,9 @@ CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void*
 struct vmm_share : p2psim::kernel::driver_file {
   vmm_share(nvidia_driver& d, uint64_t m, const CUmemAllocationProp& p)
       : driver(d), memory(m), prop(p) {
-    driver.vmm_add_handle(memory);
+    driver.vmm_add_handle(memory, 0);
   }
-  ~vmm_share() override { driver.vmm_drop_handle(memory); }
+  ~vmm_share() override { driver.vmm_drop_handle(memory, 0); }
   nvidia_driver& driver;  // outlives the OS whose descriptors hold this
   uint64_t memory;
   CUmemAllocationProp prop;
@@ -368,7 +369,8 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, vo
   h.prop = share->prop;
   h.prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
   h.block_id = drv().new_buffer_id();
-  drv().vmm_add_handle(h.memory);
+  h.pid = pid();
+  drv().vmm_add_handle(h.memory, h.pid);
   const CUmemGenericAllocationHandle value = global().next_vmm_handle++;
   global().vmm_handles[value] = h;
   *handle = value;

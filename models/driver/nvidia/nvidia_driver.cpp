@@ -123,10 +123,14 @@ void nvidia_driver::process_exit(kernel::pid_t pid) {
   for (const auto& [id, c] : m_contexts)
     if (c.pid == pid) contexts.push_back(id);
   for (int id : contexts) forget_context(id);
-  for (const auto& [va, m] : ps.mappings) {  // its VMM mappings go; its handles with CUDA's
-    --m_vmm.at(m.memory).mappings;
-    vmm_free_memory_if_unused(m.memory);
-  }
+  // Its VMM mappings go (revoking pins on them), then its handles.
+  std::vector<std::pair<uint64_t, uint64_t>> mapped;
+  for (const auto& [va, m] : ps.mappings) mapped.push_back({va, m.size});
+  for (auto [va, size] : mapped) vmm_unmap(pid, va, size);
+  std::vector<uint64_t> held;
+  for (auto& [id, m] : m_vmm)
+    if (m.handles.erase(pid)) held.push_back(id);
+  for (uint64_t id : held) vmm_free_memory_if_unused(id);
   // Nothing of the process is left (its persistent pins hold frames, not its pages): a
   // process that exited costs nothing from here on.
   m_processes.erase(pid);

@@ -168,13 +168,16 @@ class nvidia_driver {
     uint64_t buffer_id = 0;          // a new one for every cuMemMap (driver 580)
     std::map<int, unsigned> access;  // device ordinal -> CU_MEM_ACCESS_FLAGS_*; none: no access
   };
-  // `size` bytes (a multiple of 64 KiB) of `gpu`'s VRAM with one handle on it: its id, or
-  // nullopt when VRAM is full.
-  std::optional<uint64_t> vmm_create(int gpu, uint64_t size, bool rdma_capable);
-  // Another handle on the memory (an import) / one fewer (the memory goes with the last
-  // handle once no mapping is left).
-  void vmm_add_handle(uint64_t memory);
-  void vmm_drop_handle(uint64_t memory);
+  // `size` bytes (a multiple of 64 KiB) of `gpu`'s VRAM, cleared, with one handle of process
+  // `pid` on it: its id, or nullopt when VRAM is full.
+  std::optional<uint64_t> vmm_create(kernel::pid_t pid, int gpu, uint64_t size, bool rdma_capable);
+  // Another handle on the memory, of process `pid` (an import), or of a descriptor (pid 0: an
+  // exported file, whichever process has it) / one fewer. The memory goes with the last handle
+  // once no mapping is left; a process's exit drops its handles and mappings.
+  void vmm_add_handle(uint64_t memory, kernel::pid_t pid);
+  void vmm_drop_handle(uint64_t memory, kernel::pid_t pid);
+  // The frames of live memory, in order (what a cuMemCreate took).
+  std::vector<uint64_t> vmm_frames(uint64_t memory) const;
   // The GPU and size of live memory; nullopt once it is gone.
   std::optional<std::pair<int, uint64_t>> vmm_memory_of(uint64_t memory) const;
   // `size` bytes of `pid`'s VA aligned to `align` (a power of two, at least 2 MiB), at `hint`
@@ -243,9 +246,10 @@ class nvidia_driver {
   };
   struct vmm_memory {
     int gpu = 0;
-    bool rdma_capable = false;     // gpuDirectRDMACapable: nv-p2p may pin it
-    std::vector<uint64_t> frames;  // its 64 KiB frames, in order
-    int handles = 0, mappings = 0;
+    bool rdma_capable = false;             // gpuDirectRDMACapable: nv-p2p may pin it
+    std::vector<uint64_t> frames;          // its 64 KiB frames, in order
+    std::map<kernel::pid_t, int> handles;  // by the process holding them (0: descriptors)
+    int mappings = 0;
   };
   struct process_state {
     std::map<uint64_t, allocation> allocations;  // by va

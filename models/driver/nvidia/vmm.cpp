@@ -17,10 +17,11 @@ namespace {
 constexpr uint64_t ctx_reservation_limit = 64ull << 20;
 }  // namespace
 
-std::optional<uint64_t> nvidia_driver::vmm_create(int gpu, uint64_t size, bool rdma_capable) {
+std::optional<uint64_t> nvidia_driver::vmm_create(kernel::pid_t pid, int gpu, uint64_t size,
+                                                  bool rdma_capable) {
   if (gpu < 0 || gpu >= gpu_count() || size == 0 || size % gpu_page_bytes) return std::nullopt;
   vram_frames& frames = m_gpus[gpu].frames;
-  vmm_memory m{gpu, rdma_capable, {}, 1, 0};
+  vmm_memory m{gpu, rdma_capable, {}, {{pid, 1}}, 0};
   for (uint64_t i = 0; i < size / gpu_page_bytes; ++i) {
     auto f = frames.take();
     if (!f) {
@@ -36,18 +37,27 @@ std::optional<uint64_t> nvidia_driver::vmm_create(int gpu, uint64_t size, bool r
   return m_next_vmm++;
 }
 
-void nvidia_driver::vmm_add_handle(uint64_t memory) {
-  ++m_vmm.at(memory).handles;
+void nvidia_driver::vmm_add_handle(uint64_t memory, kernel::pid_t pid) {
+  ++m_vmm.at(memory).handles[pid];
 }
 
-void nvidia_driver::vmm_drop_handle(uint64_t memory) {
-  --m_vmm.at(memory).handles;
+void nvidia_driver::vmm_drop_handle(uint64_t memory, kernel::pid_t pid) {
+  auto it = m_vmm.find(memory);
+  if (it == m_vmm.end()) return;  // went with its process's exit
+  auto h = it->second.handles.find(pid);
+  if (h == it->second.handles.end()) return;
+  if (--h->second == 0) it->second.handles.erase(h);
   vmm_free_memory_if_unused(memory);
+}
+
+std::vector<uint64_t> nvidia_driver::vmm_frames(uint64_t memory) const {
+  auto it = m_vmm.find(memory);
+  return it == m_vmm.end() ? std::vector<uint64_t>{} : it->second.frames;
 }
 
 void nvidia_driver::vmm_free_memory_if_unused(uint64_t memory) {
   auto it = m_vmm.find(memory);
-  if (it == m_vmm.end() || it->second.handles > 0 || it->second.mappings > 0) return;
+  if (it == m_vmm.end() || !it->second.handles.empty() || it->second.mappings > 0) return;
   for (uint64_t f : it->second.frames) m_gpus[it->second.gpu].frames.unmap(f);
   m_vmm.erase(it);
 }
