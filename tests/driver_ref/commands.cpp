@@ -35,7 +35,16 @@ const char* const op_names[] = {"cuCtxCreate",
                                 "cuCtxEnablePeerAccess/cuCtxDisablePeerAccess",
                                 "cuMemHost*",
                                 "cuMemGetHandleForAddressRange",
-                                "close(dma-buf)"};
+                                "close(dma-buf)",
+                                "cuMemCreate",
+                                "cuMemRelease",
+                                "cuMemAddressReserve",
+                                "cuMemAddressFree",
+                                "cuMemMap",
+                                "cuMemUnmap",
+                                "cuMemSetAccess",
+                                "cuMemcpy (VMM)",
+                                "nvidia_p2p_get_pages (VMM)"};
 static_assert(sizeof(op_names) / sizeof(*op_names) == size_t(op::count));
 
 const char* const action_names[] = {"free_table",     "nothing",         "put_self",
@@ -46,7 +55,8 @@ static_assert(sizeof(action_names) / sizeof(*action_names) == size_t(callback_ac
 std::string describe(const command& c) {
   std::string s = fmt::format("{} proc={} variant={} a={} b={} c={}", op_names[size_t(c.what)],
                               c.proc, c.variant, c.a, c.b, c.c);
-  if (c.what == op::get_pages) s += fmt::format(" callback={}", action_names[size_t(c.action)]);
+  if (c.what == op::get_pages || c.what == op::vmm_get_pages)
+    s += fmt::format(" callback={}", action_names[size_t(c.action)]);
   return s;
 }
 

@@ -46,6 +46,19 @@ enum class op : uint8_t {
                          // % 6: whole, a part from b of c bytes, misaligned, size 0, PCIe
                          // flag, flags 2
   dma_buf_close,         // close(export a's descriptor); variant odd: from another process
+  vmm_create,            // cuMemCreate(GPU a, size by variant % 4: 2, 2, 4, 3 MiB; RDMA: b & 1)
+  vmm_release,           // cuMemRelease(handle a of the process; variant % 6 == 5: handle 0)
+  vmm_reserve,           // cuMemAddressReserve((b % 3 + 1) x 2 MiB; variant % 5: 3 a hint at
+                         // reservation c, 4 a size of 1 MiB)
+  vmm_free,              // cuMemAddressFree(reservation a; variant odd: 2 MiB too many)
+  vmm_map,               // cuMemMap(reservation a at (b % its 2 MiB slots) x 2 MiB, handle c)
+  vmm_unmap,             // cuMemUnmap(reservation a from slot b; variant % 3: 2 MiB, the
+                         // rest, 4 MiB)
+  vmm_access,            // cuMemSetAccess(mapping a; GPU: mostly the current context's;
+                         // variant % 5: rw, rw, read, none, 2)
+  vmm_copy,              // cuMemcpyHtoD (variant even) / DtoH: mapping a at b, 1 + c % 700
+  vmm_get_pages,         // nvidia_p2p_get_pages on mapping a; variant % 3: the current
+                         // context's tokens, none, persistent; b odd: its first page only
   count
 };
 

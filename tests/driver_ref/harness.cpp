@@ -215,6 +215,33 @@ void harness::run(const command& c) {
     case op::dma_buf_close:
       dma_buf_close(c);
       break;
+    case op::vmm_create:
+      vmm_create(c);
+      break;
+    case op::vmm_release:
+      vmm_release(c);
+      break;
+    case op::vmm_reserve:
+      vmm_reserve(c);
+      break;
+    case op::vmm_free:
+      vmm_free(c);
+      break;
+    case op::vmm_map:
+      vmm_map(c);
+      break;
+    case op::vmm_unmap:
+      vmm_unmap(c);
+      break;
+    case op::vmm_access:
+      vmm_access(c);
+      break;
+    case op::vmm_copy:
+      vmm_copy(c);
+      break;
+    case op::vmm_get_pages:
+      vmm_get_pages(c);
+      break;
     case op::count:
       break;
   }
@@ -443,8 +470,8 @@ void harness::process_exit(const command& c) {
   new_process(s);
 }
 
-template <typename F>
-void harness::with_script(std::vector<expected_callback> script, int pid, F&& sut_call) {
+void harness::with_script(std::vector<expected_callback> script, int pid,
+                          const std::function<CUresult()>& sut_call) {
   m_script = std::move(script);
   m_script_pos = 0;
   m_observed.clear();
@@ -634,6 +661,7 @@ void harness::get_attribute(const command& c) {
   process_slot& s = slot(c);
   const int alloc = pick_allocation(c);
   const uint64_t ptr = pointer_of(c, alloc, c.b);
+  if (vmm_in(s.pid, ptr, 1)) return;  // VMM memory's attributes: real_driver_test.cpp
   const CUpointer_attribute attr = single_attributes[c.variant % 8];
   const int target = m_ref.allocation_at(s.pid, ptr);
   kernel::as_process as(s.pid);
@@ -689,6 +717,7 @@ void harness::get_attributes(const command& c) {
   process_slot& s = slot(c);
   const int alloc = pick_allocation(c);
   const uint64_t ptr = pointer_of(c, alloc, c.b);
+  if (vmm_in(s.pid, ptr, 1)) return;  // VMM memory's attributes: real_driver_test.cpp
   const int target = m_ref.allocation_at(s.pid, ptr);
   CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
                                  CU_POINTER_ATTRIBUTE_RANGE_SIZE,
@@ -732,6 +761,7 @@ void harness::memcpy_command(const command& c, bool to_device) {
   const ref_allocation& a = m_ref.allocation(alloc);
   const uint64_t ptr = a.va + c.b % (a.size + 8);
   const uint64_t bytes = 1 + c.c % 700;
+  if (vmm_in(s.pid, ptr, bytes)) return;  // another process's VA: VMM memory here (vmm_copy)
   std::vector<uint8_t> host(bytes);
   for (uint64_t k = 0; k < bytes; ++k) host[k] = pattern(m_step, k);
   kernel::as_process as(s.pid);
@@ -1157,6 +1187,7 @@ void harness::regcache_acquire(const command& c) {
   if (alloc < 0) return;
   const ref_allocation& a = m_ref.allocation(alloc);
   const uint64_t address = a.va + c.b % a.size, size = 1 + c.c % (a.size + 64);
+  if (vmm_in(s.pid, address, size)) return;  // the cache on VMM memory: vmm_steps.yaml
   peer::kmd_region* region = nullptr;
   int got;
   {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -33,6 +34,7 @@ struct harness_config {
   ref_config ref;
   int processes = 3;
   bool contexts_first = false;  // the property test's op mix: more contexts and peer access
+  bool vmm_first = false;       // ... VMM calls ten times as often
 };
 
 class harness {
@@ -122,10 +124,28 @@ class harness {
   void host_memory(const command& c);
   void dma_buf_export(const command& c);
   void dma_buf_close(const command& c);
+  // CUDA VMM (harness_vmm.cpp).
+  void vmm_create(const command& c);
+  void vmm_release(const command& c);
+  void vmm_reserve(const command& c);
+  void vmm_free(const command& c);
+  void vmm_map(const command& c);
+  void vmm_unmap(const command& c);
+  void vmm_access(const command& c);
+  void vmm_copy(const command& c);
+  void vmm_get_pages(const command& c);
+  // The process's own handles, reservations and live mappings (the reference's indexes).
+  std::vector<int> own_handles(int pid) const;
+  std::vector<int> own_reservations(int pid) const;
+  std::vector<int> own_mappings(int pid) const;
+  // Whether any byte of [va, va + bytes) of `pid` is VMM memory: the commands written for
+  // cuMemAlloc memory leave such pointers to the VMM ones (another process's allocation may
+  // lie at the same VA as this one's mapping).
+  bool vmm_in(int pid, uint64_t va, uint64_t bytes) const;
 
   // Frees through the models while the reference's script of callbacks is followed.
-  template <typename F>
-  void with_script(std::vector<expected_callback> script, int pid, F&& sut_call);
+  void with_script(std::vector<expected_callback> script, int pid,
+                   const std::function<CUresult()>& sut_call);
   void on_callback(int pin);
   int record_pin(nvidia_p2p_page_table_t* table);  // a new SUT pin, at the reference's index
   void learn_pins();
@@ -151,7 +171,8 @@ class harness {
   std::vector<sut_pin> m_pins;        // by the reference's index
   std::vector<sut_mapping> m_mappings;
   std::vector<sut_region> m_regions;
-  std::vector<int> m_descriptors;  // by the reference's export index
+  std::vector<int> m_descriptors;                           // by the reference's export index
+  std::vector<CUmemGenericAllocationHandle> m_vmm_handles;  // by the reference's handle index
   std::deque<callback_data> m_callback_data;
   std::vector<expected_callback> m_script;
   size_t m_script_pos = 0;

@@ -21,9 +21,10 @@ using namespace p2psim::driver_ref;
 
 namespace {
 
-// `contexts_first`: more contexts and peer access among them, fewer pins.
-rc::Gen<op> gen_op(bool contexts_first) {
-  const size_t k = contexts_first ? 4 : 1;
+// `contexts_first`: more contexts and peer access among them, fewer pins. `vmm_first`: VMM
+// calls ten times as often.
+rc::Gen<op> gen_op(bool contexts_first, bool vmm_first) {
+  const size_t k = contexts_first ? 4 : 1, v = vmm_first ? 10 : 1;
   return rc::gen::weightedElement<op>({
       {4 * k, op::ctx_create},
       {1, op::ctx_destroy},
@@ -54,16 +55,25 @@ rc::Gen<op> gen_op(bool contexts_first) {
       {4 * k, op::host_memory},
       {4, op::dma_buf_export},
       {2, op::dma_buf_close},
+      {3 * v, op::vmm_create},
+      {2 * v, op::vmm_release},
+      {3 * v, op::vmm_reserve},
+      {1 * v, op::vmm_free},
+      {4 * v, op::vmm_map},
+      {2 * v, op::vmm_unmap},
+      {3 * v, op::vmm_access},
+      {3 * v, op::vmm_copy},
+      {3 * v, op::vmm_get_pages},
   });
 }
 
-rc::Gen<command> gen_command(bool contexts_first) {
+rc::Gen<command> gen_command(bool contexts_first, bool vmm_first) {
   return rc::gen::map(
       // Uniform choices (RapidCheck's arbitrary integers grow with the test's size, which would
       // favour the first variants); shrinking still goes towards 0.
       rc::gen::tuple(
-          gen_op(contexts_first), rc::gen::inRange<int>(0, 3), rc::gen::inRange<int>(0, 256),
-          rc::gen::inRange<int>(0, int(callback_action::count)),
+          gen_op(contexts_first, vmm_first), rc::gen::inRange<int>(0, 3),
+          rc::gen::inRange<int>(0, 256), rc::gen::inRange<int>(0, int(callback_action::count)),
           rc::gen::inRange<uint32_t>(0, 1u << 31), rc::gen::inRange<uint32_t>(0, 1u << 31),
           rc::gen::inRange<uint32_t>(0, 1u << 31)),
       [](const std::tuple<op, int, int, int, uint32_t, uint32_t, uint32_t>& t) {
@@ -103,8 +113,8 @@ void check_sequences(const harness_config& config, uint64_t seed, int count, int
   meta.id = meta.description = "driver models agree with the reference";
   const auto result = rc::detail::checkTestable(
       [&] {
-        const auto sequence =
-            *rc::gen::container<std::vector<command>>(gen_command(config.contexts_first));
+        const auto sequence = *rc::gen::container<std::vector<command>>(
+            gen_command(config.contexts_first, config.vmm_first));
         harness h(config);
         try {
           h.run_all(sequence);
@@ -142,6 +152,13 @@ harness_config three_gpus() {  // the third out of the others' reach
   return c;
 }
 
+harness_config vmm_memory() {  // VMM calls often, and VRAM for several 2 MiB handles
+  harness_config c;
+  c.ref.frames = 256;
+  c.vmm_first = true;
+  return c;
+}
+
 harness_config one_gpu_tight() {  // VRAM and BAR1 run out often
   harness_config c;
   c.ref.gpus = 1;
@@ -176,4 +193,8 @@ TEST_CASE("driver property: three GPUs and peer access between two of them", "[p
 
 TEST_CASE("driver property: long sequences", "[property]") {
   check_sequences(shared_bar1(), 5, 200, 600);
+}
+
+TEST_CASE("driver property: VMM memory mapped and pinned and copied and unmapped", "[property]") {
+  check_sequences(vmm_memory(), 7, 800, 120);
 }

@@ -17,6 +17,7 @@ reference::reference(const ref_config& c) : m_config(c) {
   for (int g = 0; g < c.gpus; ++g) {
     m_frame_mapped.emplace_back(c.frames, 0);
     m_frame_holds.emplace_back(c.frames, 0);
+    m_frame_vmm.emplace_back(c.frames, 0);
     m_vram.emplace_back(c.frames * page_bytes, 0);
   }
 }
@@ -56,6 +57,8 @@ std::vector<expected_callback> reference::destroy_context(int ctx) {
 
 std::vector<expected_callback> reference::process_exit(int pid) {
   auto out = free_all(pid, [](const ref_allocation&) { return true; });
+  auto vmm = unmap_all(pid);  // its mappings go, then its handles
+  out.insert(out.end(), vmm.begin(), vmm.end());
   for (auto& c : m_contexts)
     if (c.pid == pid) c.alive = false;
   for (auto& b : m_host)
@@ -96,7 +99,8 @@ uint64_t reference::frames_free(int gpu) const {
 }
 
 bool reference::frame_in_use(int gpu, uint64_t f) const {
-  return m_frame_mapped.at(gpu).at(f) > 0 || m_frame_holds.at(gpu).at(f) > 0;
+  return m_frame_mapped.at(gpu).at(f) > 0 || m_frame_holds.at(gpu).at(f) > 0 ||
+         m_frame_vmm.at(gpu).at(f) > 0;
 }
 
 bool reference::may_run_out(int ctx, uint64_t size) const {
@@ -339,14 +343,17 @@ int reference::predict_get_pages(const pin_request& r) const {
     if (ctx < 0) return -EINVAL;
     pid = m_contexts[ctx].pid;
   }
-  int first_ctx = -1, gpu = -1;
+  std::optional<int> first_ctx;
+  int gpu = -1;
   std::set<uint64_t> new_frames;
   uint64_t pin_pages = 0;
   for (uint64_t n = r.va / page_bytes; n < (r.va + r.length) / page_bytes; ++n) {
     const ref_page* p = page(pid, n);
     if (!p || p->allocations == 0) return -EINVAL;
-    if (ctx >= 0 && p->ctx != ctx) return -EINVAL;
-    if (first_ctx >= 0 && p->ctx != first_ctx) return -EINVAL;
+    // VMM memory is the process's: any context of it may pin it, if made for RDMA.
+    if (p->ctx < 0 && !m_vmm_memory.at(p->memory).rdma) return -EINVAL;
+    if (ctx >= 0 && p->ctx >= 0 && p->ctx != ctx) return -EINVAL;
+    if (first_ctx && p->ctx != *first_ctx) return -EINVAL;
     first_ctx = p->ctx;
     gpu = p->gpu;
     ++pin_pages;
@@ -377,7 +384,10 @@ int reference::get_pages(const pin_request& r, callback_action action, bool by_k
   p.action = action;
   for (uint64_t n = r.va / page_bytes; n < (r.va + r.length) / page_bytes; ++n) {
     const ref_page* pg = page(p.memory_pid, n);
-    p.ctx = pg->ctx;
+    // A VMM pin is released with the tokens' context, if it was pinned with them.
+    p.ctx = pg->ctx >= 0                               ? pg->ctx
+            : (!r.persistent && (r.p2p || r.va_space)) ? context_of_tokens(r.p2p, r.va_space)
+                                                       : -2;
     p.gpu = pg->gpu;
     p.frames.push_back(pg->frame);
     ++m_frame_holds[pg->gpu][pg->frame];

@@ -58,10 +58,38 @@ struct ref_allocation {
   uint64_t last_page() const { return (va + reserve() - 1) / page_bytes; }
 };
 
-struct ref_page {  // a VA page in use
-  int ctx = 0, gpu = 0;
+struct ref_page {        // a VA page in use
+  int ctx = 0, gpu = 0;  // ctx -1: a VMM mapping's page (no context owns it)
   uint64_t frame = 0;
-  int allocations = 0;  // 0 while its last allocation is being freed
+  int allocations = 0;  // 0 while its last allocation (or its mapping) is going
+  int memory = -1;      // a VMM mapping's: the memory it maps
+};
+
+// CUDA VMM (docs/driver-model.md, "VMM"): physical memory of one GPU, held by handles (per
+// process) and mappings; reserved VA; mappings of whole handles with per-GPU access.
+struct ref_vmm_memory {
+  int gpu = 0;
+  bool rdma = false;             // gpuDirectRDMACapable: nv-p2p may pin it
+  std::vector<uint64_t> frames;  // learned from the models at cuMemCreate
+  std::map<int, int> handles;    // by pid
+  int mappings = 0;
+  bool alive = true;
+};
+struct ref_vmm_handle {
+  int pid = 0, memory = 0;
+  int refs = 1, mappings = 0;
+  bool usable() const { return refs > 0 || mappings > 0; }
+};
+struct ref_reservation {
+  int pid = 0;
+  uint64_t va = 0, size = 0;
+  bool alive = true;
+};
+struct ref_vmm_mapping {
+  int pid = 0, handle = 0;
+  uint64_t va = 0, size = 0;
+  std::map<int, unsigned> access;  // by GPU: 1 read, 3 read-write
+  bool alive = true;
 };
 
 // Page-locked host memory (docs/driver-model.md, "Checked on real hardware": libcuda 580 on an
@@ -190,6 +218,32 @@ class reference {
   const ref_export& exported(int e) const { return m_exports.at(e); }
   size_t exports() const { return m_exports.size(); }
 
+  // ---- CUDA VMM ----
+  // cuMemCreate's memory: the frames the models took, checked free, then cleared. Returns ""
+  // or what is wrong; `handle` gets the new handle's index.
+  std::string learn_vmm_memory(int pid, int gpu, bool rdma, const std::vector<uint64_t>& frames,
+                               int& handle);
+  const ref_vmm_handle& vmm_handle(int h) const { return m_vmm_handles.at(h); }
+  const ref_vmm_memory& vmm_memory(int m) const { return m_vmm_memory.at(m); }
+  size_t vmm_handles() const { return m_vmm_handles.size(); }
+  bool release_handle(int h);  // cuMemRelease: false (INVALID_VALUE) with no reference left
+  // cuMemAddressReserve placed `size` bytes at `va`: "" or why that is not a legal place.
+  std::string learn_reservation(int pid, uint64_t va, uint64_t size, uint64_t hint);
+  const ref_reservation& reservation(int r) const { return m_reservations.at(r); }
+  size_t reservations() const { return m_reservations.size(); }
+  bool free_reservation(int pid, uint64_t va, uint64_t size);  // cuMemAddressFree: done?
+  bool map(int pid, uint64_t va, int handle);  // cuMemMap of the whole handle: done?
+  // cuMemUnmap: nullopt (INVALID_VALUE) when a mapping lies only partly inside; else the
+  // callbacks of the pins on what goes, in order.
+  std::optional<std::vector<expected_callback>> unmap(int pid, uint64_t va, uint64_t size,
+                                                      int freeing_pid);
+  const ref_vmm_mapping& vmm_mapping(int m) const { return m_vmm_mappings.at(m); }
+  ref_vmm_mapping& vmm_mapping(int m) { return m_vmm_mappings.at(m); }
+  size_t vmm_mappings() const { return m_vmm_mappings.size(); }
+  // May a context of `gpu` read (`write`: and write) all of [va, va + bytes) of `pid`'s VMM
+  // mappings?
+  bool vmm_accessible(int pid, int gpu, uint64_t va, uint64_t bytes, bool write) const;
+
   // ---- what a peer reaches, and VRAM ----
   // The frame behind a BAR1 page of `gpu`, if a live pin maps it.
   std::optional<uint64_t> bar1_frame(int gpu, uint64_t bar1_page) const;
@@ -217,6 +271,13 @@ class reference {
   std::vector<ref_mapping> m_mappings;
   std::vector<std::vector<int>> m_frame_mapped;  // gpu -> frame -> VA pages mapping it (0/1)
   std::vector<std::vector<int>> m_frame_holds;   // gpu -> frame -> pins and exports holding it
+  std::vector<std::vector<int>> m_frame_vmm;     // gpu -> frame -> VMM memory owning it (0/1)
+  std::vector<ref_vmm_memory> m_vmm_memory;
+  std::vector<ref_vmm_handle> m_vmm_handles;
+  std::vector<ref_reservation> m_reservations;
+  std::vector<ref_vmm_mapping> m_vmm_mappings;
+  void free_vmm_memory_if_unused(int m);
+  std::vector<expected_callback> unmap_all(int pid);  // its exit
   std::vector<ref_export> m_exports;
   std::map<uint64_t, int> m_buffer_ids;  // every BUFFER_ID seen -> its allocation
   std::vector<std::vector<uint8_t>> m_vram;

@@ -29,10 +29,11 @@ std::optional<uint64_t> nvidia_driver::vmm_create(kernel::pid_t pid, int gpu, ui
       return std::nullopt;
     }
     m.frames.push_back(*f);
-    // Handed out cleared: driver 580's new handles read as zeros where nothing was written
-    // (h200_cuda13_vmm.txt), whatever the frames held before.
-    m_gpus[gpu].res.vram->fill(*f * gpu_page_bytes, gpu_page_bytes, 0);
   }
+  // Handed out cleared: driver 580's new handles read as zeros where nothing was written
+  // (h200_cuda13_vmm.txt), whatever the frames held before. (A creation that fails touches
+  // no byte.)
+  for (uint64_t f : m.frames) m_gpus[gpu].res.vram->fill(f * gpu_page_bytes, gpu_page_bytes, 0);
   m_vmm[m_next_vmm] = std::move(m);
   return m_next_vmm++;
 }
@@ -136,28 +137,30 @@ std::optional<std::vector<nvidia_driver::vmm_mapping>> nvidia_driver::vmm_unmap(
   process_state& ps = pit->second;
   auto it = ps.mappings.upper_bound(va);
   if (it != ps.mappings.begin() && std::prev(it)->first + std::prev(it)->second.size > va) --it;
-  auto from = it;
-  const uint64_t from_va = from == ps.mappings.end() ? va + size : from->first;
-  for (; it != ps.mappings.end() && it->first < va + size; ++it)
-    if (it->first < va || it->first + it->second.size > va + size) return std::nullopt;
-  // The pins on what goes get their callbacks first (oldest first), while the pages still
-  // map the memory.
+  for (auto m = it; m != ps.mappings.end() && m->first < va + size; ++m)
+    if (m->first < va || m->first + m->second.size > va + size) return std::nullopt;
+  // The mappings go first, their pages with no memory left in them, so nothing can pin what
+  // they leave (as cuMemFree); then the pins on those pages get their callbacks (oldest
+  // first); then the pages go.
+  while (it != ps.mappings.end() && it->first < va + size) {
+    gone.push_back(it->second);
+    it = ps.mappings.erase(it);
+  }
   std::vector<uint64_t> doomed_pins;
-  for (auto m = from; m != ps.mappings.end() && m->first < va + size; ++m)
-    for (uint64_t q = m->first / gpu_page_bytes; q < (m->first + m->second.size) / gpu_page_bytes;
-         ++q)
-      for (uint64_t id : ps.pages.at(q).pins) doomed_pins.push_back(id);
+  for (const vmm_mapping& m : gone)
+    for (uint64_t q = m.va / gpu_page_bytes; q < (m.va + m.size) / gpu_page_bytes; ++q) {
+      va_page& page = ps.pages.at(q);
+      page.allocations = 0;
+      doomed_pins.insert(doomed_pins.end(), page.pins.begin(), page.pins.end());
+    }
   std::sort(doomed_pins.begin(), doomed_pins.end());
   doomed_pins.erase(std::unique(doomed_pins.begin(), doomed_pins.end()), doomed_pins.end());
   for (uint64_t id : doomed_pins) revoke(id, fmt::format("cuMemUnmap of 0x{:x}", va));
-  for (it = ps.mappings.lower_bound(from_va); it != ps.mappings.end() && it->first < va + size;) {
-    const vmm_mapping m = it->second;
+  for (const vmm_mapping& m : gone) {
     for (uint64_t q = m.va / gpu_page_bytes; q < (m.va + m.size) / gpu_page_bytes; ++q)
       ps.pages.erase(q);
-    it = ps.mappings.erase(it);
     --m_vmm.at(m.memory).mappings;
     vmm_free_memory_if_unused(m.memory);
-    gone.push_back(m);
   }
   return gone;
 }
