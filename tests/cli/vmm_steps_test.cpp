@@ -27,3 +27,27 @@ TEST_CASE(
     CHECK(d["landed_bytes"] == (d["name"] == "into_plain" ? 0 : d["bytes"].get<uint64_t>()));
   }
 }
+
+// On the dma-buf path the cache exports instead of pinning, and driver 580 exports VMM memory
+// made without gpuDirectRDMACapable (h200_cuda13_dmabuf.txt): the DMA nv-p2p refuses lands.
+TEST_CASE(
+    "VMM steps on the dma-buf path: memory nv-p2p refuses for want of gpuDirectRDMACapable "
+    "exports and the DMA lands",
+    "[cli][vmm][dma-buf]") {
+  const std::string file = std::string(P2PSIM_BUILD_DIR) + "/vmm_steps_dma_buf.json";
+  auto r = p2psim::test::run_cli(
+      "run tests/data/scenarios/vmm_steps.yaml --set peer_driver.path=dma_buf --json " + file);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);  // the one step that expected -EINVAL
+  CHECK(r.out.find("Program: 37 steps, 1 not as expected") != std::string::npos);
+  CHECK((r.out + r.err).find("step 24 (app dma) returned ok, expected -EINVAL") !=
+        std::string::npos);
+  std::ifstream f(file);
+  const auto program = nlohmann::json::parse(f)["runs"][0]["program"];
+  CHECK(program["driver"]["pins"] == 0);
+  CHECK(program["driver"]["dma_buf_exports"] == 3);  // h1, h2 at h1's VA, and plain
+  for (const auto& d : program["dma"]) {
+    CHECK(d["mismatched_bytes"] == 0);
+    CHECK(d["landed_bytes"] == d["bytes"]);
+  }
+}
