@@ -34,6 +34,7 @@ struct nvidia_driver::pin {
   int gpu = 0;
   uint64_t va = 0, length = 0;
   bool persistent = false;
+  bool legacy = false;  // persistent by a NULL callback (before R535): put_pages releases it
   void (*callback)(void*) = nullptr;
   void* data = nullptr;
   std::vector<uint64_t> frames;      // per entry

@@ -30,11 +30,12 @@ int nvidia_driver::get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
                              uint64_t length, nvidia_p2p_page_table_t** table, void (*cb)(void*),
                              void* data, bool persistent) {
   const char* fn = persistent ? "nvidia_p2p_get_pages_persistent" : "nvidia_p2p_get_pages";
+  bool legacy = false;  // persistent by a NULL callback: before R535, put_pages released it
   if (!table) return refuse(EINVAL, fn, "page_table is NULL");
   if (!persistent && !cb) {
     if (!m_config.accept_null_callback)  // R535 and later (guide 4.2)
       return refuse(EINVAL, fn, "NULL free_callback: use nvidia_p2p_get_pages_persistent");
-    persistent = true;
+    persistent = legacy = true;
   }
   if (va % gpu_page_bytes || length % gpu_page_bytes)
     return refuse(
@@ -103,6 +104,7 @@ int nvidia_driver::get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
   p->va = va;
   p->length = length;
   p->persistent = persistent;
+  p->legacy = legacy;
   p->callback = cb;
   p->data = data;
   p->uuid = gs.res.uuid;
@@ -214,7 +216,7 @@ int nvidia_driver::put_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
     return tolerate(fn, recently_dead(table)
                             ? "late: the pin was already revoked or released (returns 0, 4.2)"
                             : "not a page table from nvidia_p2p_get_pages (returns 0)");
-  if (p->persistent)
+  if (p->persistent && !p->legacy)
     return tolerate(fn,
                     "a persistent page table: nothing released; use "
                     "nvidia_p2p_put_pages_persistent");
