@@ -777,9 +777,14 @@ void harness::memcpy_command(const command& c, bool to_device) {
     return;
   }
   expect_eq(r, CUDA_SUCCESS, name);
+  copied(s.pid, ptr, host, to_device, name);
+}
+
+void harness::copied(int pid, uint64_t ptr, const std::vector<uint8_t>& host, bool to_device,
+                     const char* name) {
   std::set<std::pair<int, uint64_t>> touched;
-  for (uint64_t k = 0; k < bytes; ++k) {
-    const ref_page* p = m_ref.page(s.pid, (ptr + k) / page_bytes);
+  for (uint64_t k = 0; k < host.size(); ++k) {
+    const ref_page* p = m_ref.page(pid, (ptr + k) / page_bytes);
     const uint64_t at = p->frame * page_bytes + (ptr + k) % page_bytes;
     if (to_device) {
       m_ref.vram(p->gpu)[at] = host[k];

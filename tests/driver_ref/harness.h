@@ -158,6 +158,10 @@ class harness {
   std::optional<std::pair<int, uint64_t>> sut_resolve(uint64_t a, pci_dev* peer);
   std::optional<std::pair<int, uint64_t>> ref_resolve(uint64_t a, int peer) const;
   void compare_frames(const std::set<std::pair<int, uint64_t>>& frames);
+  // A copy of `host` to (or from) [ptr, ptr + size) of `pid` that the models did: the reference's
+  // VRAM takes the bytes (or must hold them), then the frames touched are compared.
+  void copied(int pid, uint64_t ptr, const std::vector<uint8_t>& host, bool to_device,
+              const char* name);
 
   harness_config m_config;
   test::world m_world;

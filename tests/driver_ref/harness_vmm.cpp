@@ -218,19 +218,7 @@ void harness::vmm_copy(const command& c) {
   expect_eq(r, ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, name);
   ++m_counts[ok ? "VMM copies" : "VMM copies refused"];
   if (!ok) return;
-  std::set<std::pair<int, uint64_t>> touched;
-  for (uint64_t k = 0; k < bytes; ++k) {
-    const ref_page* p = m_ref.page(s.pid, (ptr + k) / page_bytes);
-    const uint64_t at = p->frame * page_bytes + (ptr + k) % page_bytes;
-    if (to_device) {
-      m_ref.vram(p->gpu)[at] = host[k];
-      touched.insert({p->gpu, p->frame});
-    } else if (host[k] != m_ref.vram(p->gpu)[at]) {
-      fail(fmt::format("{}: byte {} is 0x{:02x}, the reference has 0x{:02x}", name, k, host[k],
-                       m_ref.vram(p->gpu)[at]));
-    }
-  }
-  compare_frames(touched);
+  copied(s.pid, ptr, host, to_device, name);
 }
 
 void harness::vmm_get_pages(const command& c) {
