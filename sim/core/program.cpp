@@ -38,6 +38,7 @@ std::set<std::string> all_calls() {
   calls.insert(detail::api_calls().begin(), detail::api_calls().end());
   calls.insert(detail::dma_buf_call_names().begin(), detail::dma_buf_call_names().end());
   calls.insert(detail::vmm_call_names().begin(), detail::vmm_call_names().end());
+  calls.insert(detail::rdma_call_names().begin(), detail::rdma_call_names().end());
   for (const char* c : {"malloc", "free", "cuMemHostAlloc", "cuMemAllocHost", "cuMemFreeHost",
                         "cuMemHostRegister", "cuMemHostUnregister"})
     calls.insert(c);
@@ -83,6 +84,16 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
   }
   if (detail::is_vmm_call(s.call)) {
     detail::read_vmm_step(r, s, names);
+    r.done();
+    return s;
+  }
+  if (detail::is_rdma_call(s.call)) {
+    detail::read_rdma_step(r, s, names);
+    r.done();
+    return s;
+  }
+  if (s.call == "dma" && r.has("mr")) {  // a remote peer's access through a memory region
+    detail::read_mr_dma(r, s, names);
     r.done();
     return s;
   }

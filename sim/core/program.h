@@ -82,7 +82,7 @@ struct step_spec {
                         // cuStreamCreate, cuStreamSynchronize, cuCtxSetCurrent,
                         // cuCtxEnablePeerAccess, cuCtxDisablePeerAccess,
                         // nvidia_p2p_*, callbacks, register, deregister, dma, wait_dma,
-                        // sleep, exit; the fault link_down
+                        // ibv_reg_mr, ibv_dereg_mr, sleep, exit; the fault link_down
   std::string device;   // cuCtxCreate: a GPU; link_down: the node below the link
   std::string context;  // cuCtxSetCurrent, cuCtx{Enable,Disable}PeerAccess: a cuCtxCreate's name
   std::string buffer;   // the name a cuMemAlloc gave
@@ -112,6 +112,8 @@ struct step_spec {
   std::string fd;             // close, dma_buf_import: a descriptor's name
   std::string region;         // dma_buf_release, dma: an imported region's name
   std::string handle;         // cuMemMap, cuMemRelease: a cuMemCreate's name
+  std::string mr;             // ibv_dereg_mr, dma: an ibv_reg_mr's name
+  bool invalidation = true;   // ibv_reg_mr: the device's driver can stop the region when asked
   std::string access = "rw";  // cuMemSetAccess: rw | read | none
   uint64_t align = 0;         // cuMemAddressReserve (0: the granularity)
   bool rdma = false;          // cuMemCreate: gpuDirectRDMACapable

@@ -39,21 +39,27 @@ std::string program_runner::dma_buf_step(const step_spec& s, int pid) {
   return errno_name(ret);
 }
 
-// The memory behind [va, va + length) of an imported region, as its DMA reaches it: the
-// mapping's bus addresses through the device's IOMMU (when it translates) and the GPU's BAR1.
+// The memory behind [va, va + length) of an imported region, as its DMA reaches it.
 std::vector<program_runner::vram_piece> program_runner::region_pieces(const peer::kmd_region& r,
                                                                       uint64_t va,
                                                                       uint64_t length) {
   std::vector<peer::bus_segment> segments;
+  if (m_kmd->dma_segments(r, va, length, 0, segments)) return {};
+  std::vector<kernel::bus_run> runs;
+  for (const auto& seg : segments) runs.push_back({seg.bus_address, seg.length});
+  return bus_pieces(runs);
+}
+
+std::vector<program_runner::vram_piece> program_runner::bus_pieces(
+    const std::vector<kernel::bus_run>& runs) {
   std::vector<vram_piece> out;
-  if (m_kmd->dma_segments(r, va, length, 0, segments)) return out;
   const bool translated =
       m_peer_dev.iommu && m_peer_dev.iommu->mode() == iommu::iommu_mode::translating;
-  for (const auto& seg : segments)
-    for (uint64_t at = 0; at < seg.length;) {
-      uint64_t bus = seg.bus_address + at;
+  for (const auto& run : runs)
+    for (uint64_t at = 0; at < run.bytes;) {
+      uint64_t bus = run.bus + at;
       // Up to the end of the 64 KiB page: BAR1 and the IOVAs map pages one by one.
-      const uint64_t n = std::min(seg.length - at, nv::gpu_page_bytes - bus % nv::gpu_page_bytes);
+      const uint64_t n = std::min(run.bytes - at, nv::gpu_page_bytes - bus % nv::gpu_page_bytes);
       if (translated) bus = m_peer_dev.iommu->translate(bus, false).address;
       for (int g = 0; g < m_driver.gpu_count(); ++g) {
         const auto& res = m_driver.gpu(g);

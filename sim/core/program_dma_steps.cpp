@@ -205,6 +205,11 @@ void program_runner::note_dma_errors(const dma_result& d) {
     m_errors.push_back(
         fmt::format("{}: data integrity: {} bytes reached memory they were not allowed to reach",
                     d.name, d.escaped));
+  if (d.into_freed)
+    m_errors.push_back(fmt::format(
+        "{}: {} bytes written into memory the program had freed: the memory region outlived "
+        "its buffer",
+        d.name, d.into_freed));
   if (d.mismatched)
     m_errors.push_back(
         fmt::format("{}: {} bytes differ between GPU memory and the device", d.name, d.mismatched));

@@ -3,6 +3,7 @@
 // program_read_api.cpp).
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -13,20 +14,21 @@ namespace p2psim::core::detail {
 
 struct program_names {
   std::set<std::string> processes;
-  std::set<std::string> buffers;        // by cuMemAlloc
-  std::set<std::string> host_buffers;   // by malloc, cuMemHostAlloc, cuMemAllocHost
-  std::set<std::string> transfers;      // by dma steps with a name
-  std::set<std::string> copies;         // by cuMemcpy steps with a name
-  std::set<std::string> streams;        // by cuStreamCreate
-  std::set<std::string> contexts;       // by cuCtxCreate with a name
-  std::set<std::string> pins;           // by nvidia_p2p_get_pages(_persistent)
-  std::set<std::string> stored;         // by `store` of a pointer attribute
-  std::set<std::string> stored_tokens;  // the stored ones that hold P2P_TOKENS
-  std::set<std::string> descriptors;    // by cuMemGetHandleForAddressRange
-  std::set<std::string> regions;        // by dma_buf_import
-  std::set<std::string> handles;        // by cuMemCreate
-  std::set<std::string> reserved;       // the buffers cuMemAddressReserve named
-  bool peer_driver = false;             // the scenario has a `peer_driver` section
+  std::set<std::string> buffers;           // by cuMemAlloc
+  std::set<std::string> host_buffers;      // by malloc, cuMemHostAlloc, cuMemAllocHost
+  std::set<std::string> transfers;         // by dma steps with a name
+  std::set<std::string> copies;            // by cuMemcpy steps with a name
+  std::set<std::string> streams;           // by cuStreamCreate
+  std::set<std::string> contexts;          // by cuCtxCreate with a name
+  std::set<std::string> pins;              // by nvidia_p2p_get_pages(_persistent)
+  std::set<std::string> stored;            // by `store` of a pointer attribute
+  std::set<std::string> stored_tokens;     // the stored ones that hold P2P_TOKENS
+  std::set<std::string> descriptors;       // by cuMemGetHandleForAddressRange
+  std::set<std::string> regions;           // by dma_buf_import
+  std::set<std::string> handles;           // by cuMemCreate
+  std::set<std::string> reserved;          // the buffers cuMemAddressReserve named
+  std::map<std::string, std::string> mrs;  // by ibv_reg_mr: each one's buffer
+  bool peer_driver = false;                // the scenario has a `peer_driver` section
 };
 
 // The nv-p2p calls, the pointer attribute calls and the `callbacks` check.
@@ -48,6 +50,12 @@ void read_host_step(const config::node_reader& r, step_spec& s, program_names& n
 bool is_vmm_call(const std::string& call);
 const std::set<std::string>& vmm_call_names();
 void read_vmm_step(const config::node_reader& r, step_spec& s, program_names& names);
+// The RDMA registration steps (program_read_rdma.cpp): ibv_reg_mr, ibv_dereg_mr; and a `dma`
+// step through a memory region (`mr:` instead of `buffer:`), a remote peer's access.
+bool is_rdma_call(const std::string& call);
+const std::set<std::string>& rdma_call_names();
+void read_rdma_step(const config::node_reader& r, step_spec& s, program_names& names);
+void read_mr_dma(const config::node_reader& r, step_spec& s, program_names& names);
 // A name a step gives a buffer, a copy, a stream, ...: refused if taken (at `key`).
 void claim_name(const config::node_reader& r, const std::string& key, const std::string& name,
                 const program_names& names);

@@ -49,8 +49,8 @@ const std::map<std::string, uint64_t>& value_names() {
   return names;
 }
 
-const char* const errno_names[] = {"-EINVAL",   "-ENOMEM", "-EPERM", "-EIO",
-                                   "-ENOTSUPP", "-EFAULT", "-EBADF"};
+const char* const errno_names[] = {"-EINVAL", "-ENOMEM", "-EPERM",  "-EIO",  "-ENOTSUPP",
+                                   "-EFAULT", "-EBADF",  "-EACCES", "-EBUSY"};
 
 bool is_map(const config::node_reader& r, const std::string& key) {
   return r.has(key) && r.node()[key].IsMap();
@@ -300,10 +300,10 @@ void check_result_name(const config::node_reader& r, const std::string& key,
     if (value == e) return;
   for (const auto& e : cuda::cu_result_names)  // what cuGetErrorName knows
     if (value == e.name && e.code != CUDA_SUCCESS) return;
-  r.fail(key, "unknown result '" + value +
-                  "' (ok, -EINVAL, -ENOMEM, -EPERM, -EIO, -ENOTSUPP, -EFAULT, -EBADF or a "
-                  "CUDA_ERROR_* name "
-                  "such as CUDA_ERROR_INVALID_VALUE)");
+  std::string known;
+  for (const char* e : errno_names) known += std::string(", ") + e;
+  r.fail(key, "unknown result '" + value + "' (ok" + known +
+                  " or a CUDA_ERROR_* name such as CUDA_ERROR_INVALID_VALUE)");
 }
 
 void read_api_step(const config::node_reader& r, step_spec& s, program_names& names) {

@@ -60,12 +60,32 @@ program_runner::program_runner(sc_module_name n, fabric_system& sys, const progr
       });
     else
       m_kmd->set_wait_for_idle([](peer::kmd_region&) {});  // a driver with the bug
+    m_rdma = std::make_unique<peer::rdma_core>();
+    m_nv_mem = std::make_unique<peer::nvidia_peermem>(*m_rdma, false);
+    m_nv_mem_nc = std::make_unique<peer::nvidia_peermem>(*m_rdma, true);
+    m_rdma->register_client(m_nv_mem.get());  // in the module's order
+    m_rdma->register_client(m_nv_mem_nc.get());
+    // An invalidation inside cuMemFree waits in simulated time for the region's accesses.
+    m_rdma->set_wait_for_idle([this](peer::rdma_mr& mr) {
+      while (mr.in_flight) wait(m_dma_done);
+    });
   }
   SC_HAS_PROCESS(program_runner);
   SC_THREAD(main);
 }
 
-program_runner::~program_runner() = default;
+// What the program left registered is deregistered as its processes end, in its OS (nothing
+// runs any more: no access is in flight).
+program_runner::~program_runner() {
+  if (!m_rdma) return;
+  kernel::running_in in(m_os);
+  for (auto& [name, region] : m_mrs)
+    if (region.mr) {
+      kernel::as_process as(region.pid);
+      region.mr->in_flight = 0;
+      m_rdma->dereg_mr(region.mr);
+    }
+}
 
 int program_runner::pid_of(const std::string& process) const {
   for (size_t i = 0; i < m_spec.processes.size(); ++i)
@@ -157,6 +177,7 @@ void program_runner::main() {
                  {"start_ns", start / 1000.0},
                  {"end_ns", transport::now_ps() / 1000.0}};
     if (!s.pin.empty()) step["pin"] = s.pin;
+    if (!s.mr.empty()) step["mr"] = s.mr;
     if (!m_step_values.is_null()) step["values"] = m_step_values;
     if (!m_check.empty()) step["check"] = m_check;
     m_steps.push_back(std::move(step));
@@ -199,6 +220,7 @@ std::string program_runner::run_step(const step_spec& s) {
   if (s.call == "exit") {
     m_driver.process_exit(pid);
     kernel::current_os().dma_bufs().close_all(pid);  // its descriptors close with it
+    close_verbs(pid);
     return "ok";
   }
   if (s.call == "dma" && !s.pin.empty()) {  // through a pin's bus addresses
@@ -209,6 +231,19 @@ std::string program_runner::run_step(const step_spec& s) {
     if (!s.name.empty()) m_named_dma[s.name] = m_dmas.size() - 1;
     return pin_dma(s, pid, m_dmas.size() - 1);
   }
+  if (!s.mr.empty() && s.call == "dma") {  // a remote peer's access through a memory region
+    dma_result d;
+    d.name = s.name.empty() ? fmt::format("dma{}", m_dmas.size()) : s.name;
+    d.write = s.write;
+    d.through_mr = true;
+    m_dmas.push_back(d);
+    const size_t index = m_dmas.size() - 1;
+    if (!s.name.empty()) m_named_dma[s.name] = index;
+    if (s.wait) return mr_dma(s, index);
+    sc_spawn([this, s, index] { mr_dma(s, index); });
+    return "ok";
+  }
+  if (detail::is_rdma_call(s.call)) return rdma_step(s, pid);
   if (detail::is_api_call(s.call)) return p2p_step(s, pid);
   if (detail::is_host_call(s.call)) return host_step(s, pid);
   if (detail::is_dma_buf_call(s.call)) return dma_buf_step(s, pid);

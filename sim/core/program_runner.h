@@ -14,6 +14,8 @@
 
 #include "models/driver/cuda/cuda.h"
 #include "models/driver/nvidia/nvidia_driver.h"
+#include "models/driver/peer/nvidia_peermem.h"
+#include "models/driver/peer/peer_memory.h"
 #include "models/driver/peer/regcache.h"
 #include "sim/core/copy_engine_executor.h"
 #include "sim/core/program.h"
@@ -67,6 +69,11 @@ class program_runner : public sc_core::sc_module {
     // destination than the fabric says landed, or bytes that are neither old nor new.
     uint64_t escaped = 0;
     uint64_t stale = 0;  // read bytes that differ from what the program had put there
+    // Through a memory region: repetitions the device refused (a remote access error), and
+    // bytes written into memory the program had freed (a registration that outlived it).
+    bool through_mr = false;
+    uint64_t access_errors = 0;
+    uint64_t into_freed = 0;
     uint64_t first_ps = 0, last_ps = 0;
     bool done = false;
   };
@@ -80,6 +87,9 @@ class program_runner : public sc_core::sc_module {
   std::string host_step(const step_spec& s, int pid);     // program_host_steps.cpp
   std::string dma_buf_step(const step_spec& s, int pid);  // program_dma_buf_steps.cpp
   std::string vmm_step(const step_spec& s, int pid);      // program_vmm_steps.cpp
+  std::string rdma_step(const step_spec& s, int pid);     // program_rdma_steps.cpp
+  std::string mr_dma(const step_spec& s, size_t index);   // a remote access through an MR
+  void close_verbs(int pid);                              // a process's exit deregisters its MRs
   int node_of(const step_spec& s) const;                  // the NUMA node of its `socket`
   CUstream stream_of(const step_spec& s) const;
   // A cuMemcpyDtoH's bytes against what the program had copied into the buffer.
@@ -99,6 +109,9 @@ class program_runner : public sc_core::sc_module {
   std::vector<vram_piece> vram_pieces(const buffer& b, uint64_t offset, uint64_t length);
   // The same for an imported dma-buf region's [va, va + length) (program_dma_buf_steps.cpp).
   std::vector<vram_piece> region_pieces(const peer::kmd_region& r, uint64_t va, uint64_t length);
+  // The memory the peer device reaches at these bus addresses: through its IOMMU (when that
+  // translates) and a GPU's BAR1.
+  std::vector<vram_piece> bus_pieces(const std::vector<kernel::bus_run>& runs);
   // Bytes of the pieces that differ from the engine's local memory from `local` on.
   uint64_t verify(const std::vector<vram_piece>& where, uint64_t length, uint64_t local);
 
@@ -201,6 +214,19 @@ class program_runner : public sc_core::sc_module {
   std::map<std::string, vmm_handle> m_handles;  // by cuMemCreate's name
   // Per reserved buffer, the handles mapped in it, by offset.
   std::map<std::string, std::map<uint64_t, std::string>> m_mapped;
+  // RDMA registration through nvidia-peermem (program_rdma_steps.cpp): the peer driver's device
+  // as an RDMA device, with nvidia-peermem's two clients registered as the module does.
+  // The clients outlive the core, whose end deregisters what is left through them.
+  std::unique_ptr<peer::nvidia_peermem> m_nv_mem, m_nv_mem_nc;
+  std::unique_ptr<peer::rdma_core> m_rdma;
+  struct memory_region {
+    peer::rdma_mr* mr = nullptr;  // nullptr: its registration failed, or it was deregistered
+    uint32_t rkey = 0;  // as remote peers hold it: it outlives the region (0: none was given)
+    uint64_t address = 0, size = 0;  // as registered
+    uint64_t offset = 0;             // where in its buffer it starts
+    int pid = 0;
+  };
+  std::map<std::string, memory_region> m_mrs;  // by ibv_reg_mr's name
   std::map<std::string, size_t> m_named_dma;
   std::vector<dma_result> m_dmas;
   std::map<std::string, bar1_peak> m_bar1_peak;            // per GPU

@@ -41,6 +41,10 @@ std::string errno_name(int r) {
       return "-EFAULT";
     case EBADF:
       return "-EBADF";
+    case EACCES:
+      return "-EACCES";
+    case EBUSY:
+      return "-EBUSY";
   }
   return std::to_string(r);
 }
@@ -283,6 +287,16 @@ json program_runner::results() const {
                         {"callbacks", k.callbacks},
                         {"callbacks_that_waited", k.waited_callbacks}};
   }
+  if (!m_mrs.empty()) {
+    const auto& r = m_rdma->stats();
+    j["rdma"] = {{"registrations", r.registrations},
+                 {"refused_registrations", r.refused},
+                 {"deregistrations", r.deregistrations},
+                 {"invalidations", r.invalidations},
+                 {"invalidations_that_waited", r.waited_invalidations},
+                 {"refused_accesses", r.accesses_refused},
+                 {"nv_mem_invalidations", m_nv_mem->invalidations()}};
+  }
   j["cuda_copies"] = {{"copies", m_copies->copies()}, {"bytes", m_copies->bytes()}};
   j["bar1"] = json::array();
   for (int g = 0; g < m_driver.gpu_count(); ++g) {
@@ -304,19 +318,24 @@ json program_runner::results() const {
   j["dma"] = json::array();
   for (const auto& d : m_dmas) {
     double ps = double(d.last_ps > d.first_ps ? d.last_ps - d.first_ps : 0);
-    j["dma"].push_back({{"name", d.name},
-                        {"op", d.write ? "write" : "read"},
-                        {"bytes", d.bytes},
-                        {"landed_bytes", d.landed},
-                        {"failed_bytes", d.failed},
-                        {"lost_bytes", d.lost},
-                        {"timed_out_bytes", d.timed_out},
-                        {"escaped_bytes", d.escaped},
-                        {"stale_bytes", d.stale},
-                        {"mismatched_bytes", d.mismatched},
-                        {"first_ns", d.first_ps / 1000.0},
-                        {"last_ns", d.last_ps / 1000.0},
-                        {"gbps", ps > 0 ? d.landed / ps * 1000.0 : 0.0}});
+    json row = {{"name", d.name},
+                {"op", d.write ? "write" : "read"},
+                {"bytes", d.bytes},
+                {"landed_bytes", d.landed},
+                {"failed_bytes", d.failed},
+                {"lost_bytes", d.lost},
+                {"timed_out_bytes", d.timed_out},
+                {"escaped_bytes", d.escaped},
+                {"stale_bytes", d.stale},
+                {"mismatched_bytes", d.mismatched},
+                {"first_ns", d.first_ps / 1000.0},
+                {"last_ns", d.last_ps / 1000.0},
+                {"gbps", ps > 0 ? d.landed / ps * 1000.0 : 0.0}};
+    if (d.through_mr) {
+      row["access_errors"] = d.access_errors;
+      row["into_freed_bytes"] = d.into_freed;
+    }
+    j["dma"].push_back(std::move(row));
   }
   return j;
 }

@@ -106,12 +106,23 @@ void print_program(std::ostream& os, const nlohmann::json& p) {
         c["enomem_retries"].get<uint64_t>(), c["tag_invalidations"].get<uint64_t>(),
         c["host_pins"].get<uint64_t>());
   }
+  if (p.contains("rdma")) {
+    const auto& r = p["rdma"];
+    os << fmt::format(
+        "    RDMA memory regions (nvidia-peermem): {} registered, {} refused, {} deregistered, "
+        "{} invalidated ({} waited for accesses in flight); {} remote accesses refused\n",
+        r["registrations"].get<uint64_t>(), r["refused_registrations"].get<uint64_t>(),
+        r["deregistrations"].get<uint64_t>(), r["invalidations"].get<uint64_t>(),
+        r["invalidations_that_waited"].get<uint64_t>(), r["refused_accesses"].get<uint64_t>());
+  }
   if (!p["dma"].empty()) {
-    os << fmt::format("    {:<14}{:<7}{:>12}{:>12}{:>12}{:>10}{:>10}{:>10}{:>10}\n", "DMA", "op",
+    size_t w = 14;  // the name column: the longest name and a space
+    for (const auto& x : p["dma"]) w = std::max(w, x["name"].get<std::string>().size() + 1);
+    os << fmt::format("    {:<{}}{:<7}{:>12}{:>12}{:>12}{:>10}{:>10}{:>10}{:>10}\n", "DMA", w, "op",
                       "bytes", "landed", "refused", "lost", "timed out", "escaped", "GB/s");
     for (const auto& x : p["dma"])
-      os << fmt::format("    {:<14}{:<7}{:>12}{:>12}{:>12}{:>10}{:>10}{:>10}{:>10.2f}\n",
-                        x["name"].get<std::string>(), x["op"].get<std::string>(),
+      os << fmt::format("    {:<{}}{:<7}{:>12}{:>12}{:>12}{:>10}{:>10}{:>10}{:>10.2f}\n",
+                        x["name"].get<std::string>(), w, x["op"].get<std::string>(),
                         x["bytes"].get<uint64_t>(), x["landed_bytes"].get<uint64_t>(),
                         x["failed_bytes"].get<uint64_t>(), x["lost_bytes"].get<uint64_t>(),
                         x["timed_out_bytes"].get<uint64_t>(), x["escaped_bytes"].get<uint64_t>(),

@@ -150,32 +150,59 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "nvidia-peermem: the persistent client's pin without a callback is refused since "
-    "R535 and before R535 it survives cuMemFree (guide 4.2)",
+    "nvidia-peermem: a registration that cannot be invalidated gets the persistent client "
+    "whose pin without a callback is refused since R535 and before R535 survives cuMemFree "
+    "(guide 4.2)",
     "[peermem]") {
   for (bool pre_r535 : {false, true}) {
     test::world_config c;
     c.driver.accept_null_callback = pre_r535;
     test::world w(c);
     test::cuda_context();
-    peer::rdma_core core;
-    peer::nvidia_peermem nc{core, true};
-    core.register_client(&nc);  // the persistent client alone
-    pci_dev hca{"mlx5_0", 0x0300, nullptr};
+    rdma_world r;  // nv_mem first, but it requires invalidation: the core skips it
     const CUdeviceptr buf = test::cuda_alloc(2 * k64);
     peer::rdma_mr* mr = nullptr;
-    const int got = core.reg_mr(&hca, buf, 2 * k64, &mr);
+    const int got = r.core.reg_mr(&r.hca, buf, 2 * k64, &mr, /*invalidation_supported=*/false);
     if (!pre_r535) {
       CHECK(got == -EINVAL);
       CHECK(w.driver().live_pins() == 0);
+      CHECK(r.core.stats().refused == 1);
       continue;
     }
     REQUIRE(got == 0);
+    CHECK(mr->client == &r.nv_mem_nc);
     REQUIRE(cuMemFree(buf) == CUDA_SUCCESS);
     CHECK_FALSE(mr->invalidated);  // no callback: the registration goes on
     CHECK(w.driver().live_pins() == 1);
-    CHECK(remote_write(w, core, mr->rkey, buf, pattern(k64, 3)) == 0);  // into freed memory
-    REQUIRE(core.dereg_mr(mr) == 0);
+    CHECK(remote_write(w, r.core, mr->rkey, buf, pattern(k64, 3)) == 0);  // into freed memory
+    REQUIRE(r.core.dereg_mr(mr) == 0);
     CHECK(w.driver().live_pins() == 0);
   }
+}
+
+TEST_CASE(
+    "nvidia-peermem: an invalidation waits for the accesses in flight through the MR and "
+    "deregistration is refused while they run",
+    "[peermem]") {
+  test::world w;
+  test::cuda_context();
+  rdma_world r;
+  const CUdeviceptr buf = test::cuda_alloc(2 * k64);
+  peer::rdma_mr* mr = nullptr;
+  REQUIRE(r.core.reg_mr(&r.hca, buf, 2 * k64, &mr) == 0);
+  r.core.access_begin(*mr);
+  CHECK(r.core.dereg_mr(mr) == -EBUSY);
+  // The free's callback invalidates; the device's access ends while it waits.
+  int waits = 0;
+  r.core.set_wait_for_idle([&](peer::rdma_mr& m) {
+    ++waits;
+    CHECK(m.invalidated);                // no new access may start meanwhile
+    CHECK(w.driver().live_pins() == 1);  // the pages are still there
+    r.core.access_end(m);
+  });
+  REQUIRE(cuMemFree(buf) == CUDA_SUCCESS);
+  CHECK(waits == 1);
+  CHECK(r.core.stats().waited_invalidations == 1);
+  CHECK(w.driver().live_pins() == 0);
+  REQUIRE(r.core.dereg_mr(mr) == 0);
 }

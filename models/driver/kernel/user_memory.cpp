@@ -44,8 +44,8 @@ void* user_memory::allocate(pid_t pid, uint64_t bytes, int node) {
     auto bus = m_physical->allocate(node, b.bytes);
     if (!bus) return nullptr;
     // Address space only: the bytes are the frames', reached through read() and write().
-    void* va = mmap(nullptr, b.bytes + page_bytes, PROT_NONE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* va =
+        map_next(b.bytes + page_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
     if (va == MAP_FAILED) {
       m_physical->free(*bus, b.bytes);
       return nullptr;
@@ -62,8 +62,7 @@ void* user_memory::allocate(pid_t pid, uint64_t bytes, int node) {
     // Mapped pages of its own, as the kernel's: once freed, they are gone (a read through
     // the pointer is EFAULT to a system call, SIGSEGV to a load), never another block's.
     // Each block is followed by a guard page: no block ends where another starts.
-    void* p = mmap(nullptr, b.bytes + page_bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = map_next(b.bytes + page_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
     if (p == MAP_FAILED) return nullptr;
     mprotect(static_cast<uint8_t*>(p) + b.bytes, page_bytes, PROT_NONE);
     b.start = b.bus = address(p);
@@ -71,6 +70,21 @@ void* user_memory::allocate(pid_t pid, uint64_t bytes, int node) {
   const uint64_t start = b.start;
   m_blocks.emplace(start, std::move(b));
   return reinterpret_cast<void*>(uintptr_t(start));
+}
+
+void* user_memory::map_next(uint64_t bytes, int prot, int flags) {
+  constexpr uint64_t step = 1ull << 30;  // past a range someone else holds
+  for (int tries = 0; tries < 16; ++tries) {
+    void* want = reinterpret_cast<void*>(uintptr_t(m_next));
+    void* p = mmap(want, bytes, prot, flags | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == want) {
+      m_next += (bytes + 0xffff) & ~uint64_t(0xffff);  // the next one 64 KiB-aligned
+      return p;
+    }
+    if (p != MAP_FAILED) munmap(p, bytes);  // a kernel before 4.17 took the address as a hint
+    m_next += step;
+  }
+  return mmap(nullptr, bytes, prot, flags, -1, 0);
 }
 
 // The block's frames or pages go back, but not its addresses: they stay reserved, inaccessible

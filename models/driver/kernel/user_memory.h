@@ -97,8 +97,15 @@ class user_memory {
   block* find(uint64_t addr, uint64_t bytes);
   const block* find(uint64_t addr, uint64_t bytes) const;
   void release(std::map<uint64_t, block>::iterator it);
+  // Maps `bytes` at the next address of this memory's own range when the host's kernel lets
+  // it: the same addresses on every run, so that results naming one (a driver's message) do
+  // not depend on where the host put the mapping. Elsewhere when it does not.
+  void* map_next(uint64_t bytes, int prot, int flags);
 
   physical_memory* m_physical = nullptr;
+  // High enough to stay clear of the program's heap and below the host kernel's mmap area
+  // (and in AddressSanitizer's high memory range).
+  uint64_t m_next = 0x6000'0000'0000;
   std::map<uint64_t, block> m_blocks;   // by start, freed-but-pinned ones included
   std::map<uint64_t, uint64_t> m_gone;  // blocks given back, their addresses still reserved:
                                         // start -> bytes (the guard page included)

@@ -21,6 +21,8 @@ class nvidia_peermem : public peer_memory_client {
   nvidia_peermem(rdma_core& core, bool persistent) : m_core(core), m_persistent(persistent) {}
 
   const char* name() const override { return m_persistent ? "nv_mem_nc" : "nv_mem"; }
+  // nv_mem is registered with the core's invalidation callback; nv_mem_nc without one.
+  bool invalidation_required() const override { return !m_persistent; }
   void* acquire(uint64_t addr, uint64_t size) override;
   int get_pages(void* context, uint64_t ticket) override;
   int dma_map(void* context, pci_dev* dev, std::vector<uint64_t>& pages,

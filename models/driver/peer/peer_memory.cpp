@@ -2,18 +2,31 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <stdexcept>
 
 namespace p2psim::peer {
+
+rdma_core::rdma_core()
+    : m_wait([](rdma_mr& mr) {
+        if (mr.in_flight)
+          throw std::logic_error(
+              "invalidation with accesses in flight and no way to wait for them");
+      }) {}
 
 // The core goes with its device: what is still registered is deregistered, as a process's
 // exit closes its verbs context.
 rdma_core::~rdma_core() {
-  while (!m_mrs.empty()) dereg_mr(m_mrs.back().get());
+  while (!m_mrs.empty()) {
+    m_mrs.back()->in_flight = 0;  // nothing runs any more
+    dereg_mr(m_mrs.back().get());
+  }
 }
 
-int rdma_core::reg_mr(pci_dev* dev, uint64_t addr, uint64_t size, rdma_mr** out) {
+int rdma_core::reg_mr(pci_dev* dev, uint64_t addr, uint64_t size, rdma_mr** out,
+                      bool invalidation_supported) {
   if (!size || !out || size > ~uint64_t(0) - addr) return -EINVAL;
   for (peer_memory_client* c : m_clients) {
+    if (c->invalidation_required() && !invalidation_supported) continue;
     void* context = c->acquire(addr, size);
     if (!context) continue;  // not its memory: the next client is asked
     auto mr = std::make_unique<rdma_mr>();
@@ -48,7 +61,8 @@ int rdma_core::reg_mr(pci_dev* dev, uint64_t addr, uint64_t size, rdma_mr** out)
 int rdma_core::dereg_mr(rdma_mr* mr) {
   auto it = std::find_if(m_mrs.begin(), m_mrs.end(), [&](const auto& p) { return p.get() == mr; });
   if (it == m_mrs.end()) return -EINVAL;
-  if (!mr->invalidated) {  // invalidated: the client has unmapped and unpinned already
+  if (mr->in_flight) return -EBUSY;  // the device is still using it
+  if (!mr->invalidated) {            // invalidated: the client has unmapped and unpinned already
     mr->client->dma_unmap(mr->context, mr->device);
     mr->client->put_pages(mr->context);
   }
@@ -59,11 +73,14 @@ int rdma_core::dereg_mr(rdma_mr* mr) {
 }
 
 void rdma_core::invalidate(uint64_t ticket) {
-  for (const auto& mr : m_mrs)
-    if (mr->ticket == ticket && !mr->invalidated) {
-      mr->invalidated = true;  // the device stops using it before the pages go
-      ++m_stats.invalidations;
-    }
+  auto it =
+      std::find_if(m_mrs.begin(), m_mrs.end(), [&](const auto& p) { return p->ticket == ticket; });
+  if (it == m_mrs.end() || (*it)->invalidated) return;
+  rdma_mr& mr = **it;     // stays: dereg_mr refuses an MR with accesses in flight
+  mr.invalidated = true;  // no new access starts
+  ++m_stats.invalidations;
+  if (mr.in_flight) ++m_stats.waited_invalidations;
+  m_wait(mr);  // and those under way end before the pages go
 }
 
 rdma_mr* rdma_core::find(uint32_t rkey) const {
