@@ -44,7 +44,10 @@ const char* const op_names[] = {"cuCtxCreate",
                                 "cuMemUnmap",
                                 "cuMemSetAccess",
                                 "cuMemcpy (VMM)",
-                                "nvidia_p2p_get_pages (VMM)"};
+                                "nvidia_p2p_get_pages (VMM)",
+                                "ibv_reg_mr",
+                                "ibv_dereg_mr",
+                                "remote access (RDMA)"};
 static_assert(sizeof(op_names) / sizeof(*op_names) == size_t(op::count));
 
 const char* const action_names[] = {"free_table",     "nothing",         "put_self",

@@ -59,6 +59,12 @@ enum class op : uint8_t {
   vmm_copy,              // cuMemcpyHtoD (variant even) / DtoH: mapping a at b, 1 + c % 700
   vmm_get_pages,         // nvidia_p2p_get_pages on mapping a; variant % 3: the current
                          // context's tokens, none, persistent; b odd: its first page only
+  rdma_reg,              // ibv_reg_mr through nvidia-peermem of allocation a's [b, b + c)
+                         // (size 0 sometimes); variant % 4 == 3: without invalidation support;
+                         // (variant / 4) odd: the device behind the IOMMU
+  rdma_dereg,            // ibv_dereg_mr of memory region a (a deregistered one: NULL)
+  rdma_access,           // a remote write (variant even) or read through region a at b, 1 +
+                         // c % 512 bytes; variant % 8 == 7: up to a page past its end
   count
 };
 

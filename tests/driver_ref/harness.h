@@ -18,6 +18,8 @@
 #include "models/driver/kernel/kernel.h"
 #include "models/driver/nvidia/nv-p2p.h"
 #include "models/driver/peer/kmd.h"
+#include "models/driver/peer/nvidia_peermem.h"
+#include "models/driver/peer/peer_memory.h"
 #include "models/driver/peer/regcache.h"
 #include "models/iommu/iommu.h"
 #include "tests/conformance/fixture.h"
@@ -35,6 +37,7 @@ struct harness_config {
   int processes = 3;
   bool contexts_first = false;  // the property test's op mix: more contexts and peer access
   bool vmm_first = false;       // ... VMM calls ten times as often
+  bool rdma_first = false;      // ... RDMA registrations and accesses ten times as often
 };
 
 class harness {
@@ -71,6 +74,13 @@ class harness {
     nvidia_p2p_page_table_t* table = nullptr;
     int kmd = 0, pin = 0, mapping = -1, pid = 0;
     bool alive = true;
+  };
+  struct sut_mr {  // a memory region nvidia-peermem registered
+    peer::rdma_mr* mr = nullptr;
+    uint32_t rkey = 0;  // as remote peers hold it: it outlives the region
+    int pin = 0, mapping = 0, peer = 0, pid = 0;
+    uint64_t address = 0, size = 0, first_page = 0;
+    bool alive = true;  // not deregistered
   };
   struct process_slot {
     int pid = 0;
@@ -142,6 +152,11 @@ class harness {
   // cuMemAlloc memory leave such pointers to the VMM ones (another process's allocation may
   // lie at the same VA as this one's mapping).
   bool vmm_in(int pid, uint64_t va, uint64_t bytes) const;
+  // RDMA registration through nvidia-peermem (harness_rdma.cpp).
+  void rdma_reg(const command& c);
+  void rdma_dereg(const command& c);
+  void rdma_access(const command& c);
+  void sync_mrs();  // each live region invalidated exactly when its pin was revoked
 
   // Frees through the models while the reference's script of callbacks is followed.
   void with_script(std::vector<expected_callback> script, int pid,
@@ -175,6 +190,10 @@ class harness {
   std::vector<sut_pin> m_pins;        // by the reference's index
   std::vector<sut_mapping> m_mappings;
   std::vector<sut_region> m_regions;
+  // The RDMA core with nvidia-peermem's clients (the clients outlive the core).
+  std::unique_ptr<peer::nvidia_peermem> m_nv_mem, m_nv_mem_nc;
+  std::unique_ptr<peer::rdma_core> m_rdma;
+  std::vector<sut_mr> m_mrs;
   std::vector<int> m_descriptors;                           // by the reference's export index
   std::vector<CUmemGenericAllocationHandle> m_vmm_handles;  // by the reference's handle index
   std::deque<callback_data> m_callback_data;

@@ -23,8 +23,8 @@ namespace {
 
 // `contexts_first`: more contexts and peer access among them, fewer pins. `vmm_first`: VMM
 // calls ten times as often.
-rc::Gen<op> gen_op(bool contexts_first, bool vmm_first) {
-  const size_t k = contexts_first ? 4 : 1, v = vmm_first ? 10 : 1;
+rc::Gen<op> gen_op(bool contexts_first, bool vmm_first, bool rdma_first) {
+  const size_t k = contexts_first ? 4 : 1, v = vmm_first ? 10 : 1, r = rdma_first ? 10 : 1;
   return rc::gen::weightedElement<op>({
       {4 * k, op::ctx_create},
       {1, op::ctx_destroy},
@@ -64,15 +64,18 @@ rc::Gen<op> gen_op(bool contexts_first, bool vmm_first) {
       {3 * v, op::vmm_access},
       {3 * v, op::vmm_copy},
       {3 * v, op::vmm_get_pages},
+      {3 * r, op::rdma_reg},
+      {1 * r, op::rdma_dereg},
+      {4 * r, op::rdma_access},
   });
 }
 
-rc::Gen<command> gen_command(bool contexts_first, bool vmm_first) {
+rc::Gen<command> gen_command(bool contexts_first, bool vmm_first, bool rdma_first) {
   return rc::gen::map(
       // Uniform choices (RapidCheck's arbitrary integers grow with the test's size, which would
       // favour the first variants); shrinking still goes towards 0.
       rc::gen::tuple(
-          gen_op(contexts_first, vmm_first), rc::gen::inRange<int>(0, 3),
+          gen_op(contexts_first, vmm_first, rdma_first), rc::gen::inRange<int>(0, 3),
           rc::gen::inRange<int>(0, 256), rc::gen::inRange<int>(0, int(callback_action::count)),
           rc::gen::inRange<uint32_t>(0, 1u << 31), rc::gen::inRange<uint32_t>(0, 1u << 31),
           rc::gen::inRange<uint32_t>(0, 1u << 31)),
@@ -114,7 +117,7 @@ void check_sequences(const harness_config& config, uint64_t seed, int count, int
   const auto result = rc::detail::checkTestable(
       [&] {
         const auto sequence = *rc::gen::container<std::vector<command>>(
-            gen_command(config.contexts_first, config.vmm_first));
+            gen_command(config.contexts_first, config.vmm_first, config.rdma_first));
         harness h(config);
         try {
           h.run_all(sequence);
@@ -159,6 +162,12 @@ harness_config vmm_memory() {  // VMM calls often, and VRAM for several 2 MiB ha
   return c;
 }
 
+harness_config rdma_registrations() {  // RDMA registrations, accesses and frees often
+  harness_config c;
+  c.rdma_first = true;
+  return c;
+}
+
 harness_config one_gpu_tight() {  // VRAM and BAR1 run out often
   harness_config c;
   c.ref.gpus = 1;
@@ -197,4 +206,11 @@ TEST_CASE("driver property: long sequences", "[property]") {
 
 TEST_CASE("driver property: VMM memory mapped and pinned and copied and unmapped", "[property]") {
   check_sequences(vmm_memory(), 7, 800, 120);
+}
+
+TEST_CASE(
+    "driver property: RDMA registrations through nvidia-peermem invalidated by frees and "
+    "exits",
+    "[property]") {
+  check_sequences(rdma_registrations(), 8, 800, 150);
 }

@@ -67,6 +67,14 @@ uint64_t nvidia_peermem::first_page_address(void* context) const {
   return static_cast<const registration*>(context)->start;
 }
 
+const nvidia_p2p_page_table_t* nvidia_peermem::page_table_of(const void* context) {
+  return static_cast<const registration*>(context)->page_table;
+}
+
+const nvidia_p2p_dma_mapping_t* nvidia_peermem::dma_mapping_of(const void* context) {
+  return static_cast<const registration*>(context)->dma_mapping;
+}
+
 // The NVIDIA driver is taking the memory back: the RDMA core stops the registration first,
 // then the mapping and the table are freed here, as the guide's callback does (6.4).
 void nvidia_peermem::free_callback(void* data) {

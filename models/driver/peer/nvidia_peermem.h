@@ -33,6 +33,10 @@ class nvidia_peermem : public peer_memory_client {
   uint64_t first_page_address(void* context) const override;
 
   uint64_t invalidations() const { return m_invalidations; }
+  // What a registration holds (NULL once its free callback ran or it was put): the page table
+  // and the device's DMA mapping, as a debugger would show them.
+  static const nvidia_p2p_page_table_t* page_table_of(const void* context);
+  static const nvidia_p2p_dma_mapping_t* dma_mapping_of(const void* context);
 
  private:
   struct registration {  // nv_mem_context
