@@ -77,7 +77,7 @@ typedef enum CUpointer_attribute_enum P2PSIM_CU_ANY_INT {
   CU_POINTER_ATTRIBUTE_BUFFER_ID = 7,                   /* unsigned long long */
   CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,                  /* unsigned int (boolean) */
   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,              /* int */
-  CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE = 10, /* not modelled */
+  CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE = 10, /* unsigned int (boolean) */
   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,           /* CUdeviceptr */
   CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,                 /* size_t */
   CU_POINTER_ATTRIBUTE_MAPPED = 13,                     /* unsigned int (boolean) */
@@ -320,6 +320,19 @@ CUresult cuPointerSetAttribute(const void* value, CUpointer_attribute attribute,
  * allocation the range touches alive, past cuMemFree and cuCtxDestroy. ---- */
 CUresult cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dptr, size_t size,
                                        CUmemRangeHandleType handleType, unsigned long long flags);
+
+/* ---- CUDA IPC: a process exports a cuMemAlloc allocation as 64 opaque bytes, another process
+ * on the machine maps it (docs/driver-model.md, "CUDA IPC"). ---- */
+#define CU_IPC_HANDLE_SIZE 64
+typedef struct CUipcMemHandle_st {
+  char reserved[CU_IPC_HANDLE_SIZE];
+} CUipcMemHandle;
+typedef enum CUipcMem_flags_enum P2PSIM_CU_ANY_INT {
+  CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1
+} CUipcMem_flags;
+CUresult cuIpcGetMemHandle(CUipcMemHandle* pHandle, CUdeviceptr dptr);
+CUresult cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags);
+CUresult cuIpcCloseMemHandle(CUdeviceptr dptr);
 
 /* ---- virtual memory management: physical memory (cuMemCreate) is mapped at VA a process
  * reserved (cuMemAddressReserve); neither belongs to a context (docs/driver-model.md, "VMM").

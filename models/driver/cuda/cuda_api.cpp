@@ -353,7 +353,10 @@ CUresult cuMemFree(CUdeviceptr dptr) {
   if (dptr == 0) return CUDA_SUCCESS;  // like free(NULL) (libcuda 580)
   const auto pid = p2psim::kernel::current_pid();
   auto* a = drv().find_allocation(pid, dptr);
-  if (!a || a->va != dptr) return CUDA_ERROR_INVALID_VALUE;      // only an allocation's base
+  if (!a || a->va != dptr) return CUDA_ERROR_INVALID_VALUE;  // only an allocation's base
+  // Another process's memory opened by CUDA IPC goes with cuIpcCloseMemHandle (what libcuda
+  // answers here was not recorded).
+  if (a->ipc_export) return CUDA_ERROR_INVALID_VALUE;
   if (CUctx_st* c = context_of(a->ctx)) synchronize_context(c);  // "may synchronize"
   drv().mem_free(pid, dptr);  // revokes pins through their free callbacks first (5.3)
   return CUDA_SUCCESS;

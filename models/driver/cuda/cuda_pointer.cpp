@@ -73,16 +73,18 @@ CUresult read_attribute(nvidia_driver::allocation& a, CUpointer_attribute attr, 
     case CU_POINTER_ATTRIBUTE_MAPPED:
       *static_cast<unsigned int*>(data) = 1;
       break;
-    // cuMemAlloc memory can be shared with cuIpcGetMemHandle (not modelled), which is what
-    // libcuda 580 answers; it has no VMM handle types to export.
+    // cuMemAlloc memory can be shared with cuIpcGetMemHandle; memory opened from another
+    // process cannot be shared on (libcuda 580). Neither has VMM handle types to export.
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-      *static_cast<unsigned int*>(data) = 1;
+      *static_cast<unsigned int*>(data) = a.ipc_export == 0;
       break;
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
       *static_cast<unsigned long long*>(data) = 0;
       break;
+    // cuMemAlloc memory can be pinned (7.1); another process's, opened by IPC, cannot
+    // (libcuda 580 says 0, and nv-p2p refuses it).
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
-      *static_cast<unsigned int*>(data) = 1;  // cuMemAlloc memory can be pinned (7.1)
+      *static_cast<unsigned int*>(data) = a.ipc_export == 0;
       break;
     // What driver 580 answers for cuMemAlloc memory as VMM sees it: one mapping of the whole
     // allocation, read and write, its own block.

@@ -98,7 +98,9 @@ bool nvidia_driver::destroy_context(kernel::pid_t pid, int ctx) {
   for (const auto& [va, a] : ps.allocations)
     if (a.ctx == ctx) doomed.push_back(va);
   for (uint64_t va : doomed) free_allocation(pid, va, "cuCtxDestroy");
+  std::erase_if(ps.ipc_spans, [&](const auto& s) { return s.second.ctx == ctx; });
   release_blocks(ps, ctx);
+  release_ipc_exports(ctx);
   forget_context(ctx);
   return true;
 }
@@ -122,7 +124,10 @@ void nvidia_driver::process_exit(kernel::pid_t pid) {
   std::vector<int> contexts;
   for (const auto& [id, c] : m_contexts)
     if (c.pid == pid) contexts.push_back(id);
-  for (int id : contexts) forget_context(id);
+  for (int id : contexts) {
+    release_ipc_exports(id);
+    forget_context(id);
+  }
   // Its VMM mappings go (revoking pins on them), then its handles.
   std::vector<std::pair<uint64_t, uint64_t>> mapped;
   for (const auto& [va, m] : ps.mappings) mapped.push_back({va, m.size});
@@ -285,6 +290,7 @@ std::optional<std::pair<int, uint64_t>> nvidia_driver::vram_of(kernel::pid_t pid
 bool nvidia_driver::mem_free(kernel::pid_t pid, uint64_t va) {
   auto pit = m_processes.find(pid);
   if (pit == m_processes.end() || !pit->second.allocations.count(va)) return false;
+  if (pit->second.allocations.at(va).ipc_export) return false;  // cuIpcCloseMemHandle's
   free_allocation(pid, va, "cuMemFree");
   return true;
 }
@@ -310,10 +316,13 @@ void nvidia_driver::free_allocation(kernel::pid_t pid, uint64_t va, const std::s
     revoke(id, fmt::format("{} of 0x{:x}", why, a.va));  // skips pins that went meanwhile
   for (uint64_t q : emptied) {
     const va_page& page = ps.pages.at(q);
-    m_gpus[page.gpu].frames.unmap(page.frame);  // stays in use while a persistent pin holds it
+    if (page.imported)
+      m_gpus[page.gpu].frames.let_go(page.frame);  // the exporter's
+    else
+      m_gpus[page.gpu].frames.unmap(page.frame);  // stays in use while a persistent pin holds it
     ps.pages.erase(q);
   }
-  give_back_va(ps, a.va, a.reserve, a.in_chunk);
+  if (!a.ipc_export) give_back_va(ps, a.va, a.reserve, a.in_chunk);  // an import's: its span's
 }
 
 }  // namespace p2psim::nv

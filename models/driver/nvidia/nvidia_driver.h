@@ -108,6 +108,7 @@ class nvidia_driver {
     int ctx = 0;
     uint64_t buffer_id = 0;  // unique for the life of the driver (guide 7.2)
     bool sync_memops = false;
+    uint64_t ipc_export = 0;  // opened by cuIpcOpenMemHandle: the export it maps (0: own memory)
   };
   int create_context(kernel::pid_t pid, int gpu);
   // A buffer ID for memory the driver maps outside VRAM (pinned host memory): from the same
@@ -145,6 +146,31 @@ class nvidia_driver {
   int dma_unmap_pages(pci_dev* peer, nvidia_p2p_page_table_t* table,
                       nvidia_p2p_dma_mapping_t* mapping);
   int free_dma_mapping(nvidia_p2p_dma_mapping_t* mapping);
+
+  // ---- CUDA IPC (cuIpcGetMemHandle / cuIpcOpenMemHandle / cuIpcCloseMemHandle; ipc.cpp,
+  // docs/driver-model.md, "CUDA IPC") ----
+  // An allocation as another process may map it: the exporter's VA the import maps (the
+  // allocation's 2 MiB chunk, or its own pages), where the allocation lies in it, and the
+  // frames of its pages, which the export holds until the exporting context goes.
+  struct ipc_export {
+    kernel::pid_t pid = 0;
+    int ctx = 0, gpu = 0;
+    uint64_t span = 0, span_bytes = 0;
+    uint64_t offset = 0, size = 0, reserve = 0;
+    uint64_t first_page = 0;       // offset in the span of its first 64 KiB page
+    std::vector<uint64_t> frames;  // of its pages, in order
+  };
+  // Exports the allocation of `pid` holding `va`: its id (its BUFFER_ID; the same for every
+  // pointer into it), or 0 when there is none (freed, host, VMM or imported memory).
+  uint64_t ipc_export_of(kernel::pid_t pid, uint64_t va);
+  const ipc_export* find_ipc_export(uint64_t id) const;
+  enum class ipc_open_result { mapped, unknown, own_process, other_context, out_of_va };
+  // Maps export `id` into context `ctx`'s process, or counts one more open of it there; `va`
+  // gets the pointer. A process maps an export once, in one context.
+  ipc_open_result ipc_open(int ctx, uint64_t id, uint64_t& va);
+  // One close of the import starting at `va` of `pid`; the last one unmaps it. false when no
+  // import starts there.
+  bool ipc_close(kernel::pid_t pid, uint64_t va);
 
   // ---- dma-buf export (cuMemGetHandleForAddressRange; docs/driver-model.md, "dma-buf") ----
   // Whether [va, va + size) of `pid` is device memory the driver can export: every 64 KiB
@@ -232,6 +258,7 @@ class nvidia_driver {
     uint64_t frame = 0;
     int allocations = 0;         // live allocations touching it; 0: being freed
     std::vector<uint64_t> pins;  // ids of the revocable pins that map it
+    bool imported = false;       // another process's memory (CUDA IPC): it holds the frame
   };
   struct chunk {  // 2 MiB of one context's VA that small allocations are carved from
     int ctx = 0;
@@ -251,8 +278,15 @@ class nvidia_driver {
     std::map<kernel::pid_t, int> handles;  // by the process holding them (0: descriptors)
     int mappings = 0;
   };
+  struct ipc_span {  // an importer's mapping of an exporter's span (ipc.cpp)
+    int ctx = 0;
+    kernel::pid_t exporter = 0;
+    uint64_t exporter_span = 0, bytes = 0;
+    std::map<uint64_t, int> opens;  // by export id: opens not closed yet
+  };
   struct process_state {
     std::map<uint64_t, allocation> allocations;  // by va
+    std::map<uint64_t, ipc_span> ipc_spans;      // by base
     std::map<uint64_t, uint64_t> reservations;   // VMM: base -> size
     std::map<uint64_t, vmm_mapping> mappings;    // VMM: by va
     va_space va{uva_base, uva_limit};
@@ -306,7 +340,9 @@ class nvidia_driver {
   std::map<int, context> m_contexts;                      // live ones
   std::map<std::pair<uint64_t, uint32_t>, int> m_tokens;  // of live contexts
   std::map<kernel::pid_t, process_state> m_processes;
-  std::map<uint64_t, vmm_memory> m_vmm;  // live, by id
+  std::map<uint64_t, vmm_memory> m_vmm;          // live, by id
+  std::map<uint64_t, ipc_export> m_ipc_exports;  // by id
+  void release_ipc_exports(int ctx);             // the exporting context goes
   uint64_t m_next_vmm = 1;
   std::map<uint64_t, std::unique_ptr<pin>> m_pins;                      // live, by id
   std::map<const nvidia_p2p_page_table_t*, uint64_t> m_pin_of;          // live, by table

@@ -75,6 +75,9 @@ int nvidia_driver::get_pages(uint64_t p2p_token, uint32_t va_space_token, uint64
     // gpudirect rdma flag set").
     if (it->second.ctx == 0 && !m_vmm.at(ps.mappings.at(vmm_base(ps, p)).memory).rdma_capable)
       return refuse(EINVAL, fn, "VMM memory created without gpuDirectRDMACapable");
+    // Another process's memory opened by CUDA IPC: its IS_GPU_DIRECT_RDMA_CAPABLE is 0.
+    if (it->second.imported)
+      return refuse(EINVAL, fn, "memory of another process, opened by cuIpcOpenMemHandle");
     if (ctx && it->second.ctx != ctx && it->second.ctx != 0)
       return refuse(EINVAL, fn, "the range is not all in the tokens' context");
     if (!pages.empty() && it->second.ctx != pages.front()->ctx)
