@@ -59,6 +59,9 @@ class os {
   os& operator=(const os&) = delete;
 
   pid_t current_pid() const { return m_current; }  // 0: no process (a kernel thread)
+  // The scheduler's switch: `pid` runs from here on. For processes that take turns on one OS
+  // (each switches back to itself when it resumes); a call made as a process uses as_process.
+  void switch_to(pid_t pid) { m_current = pid; }
   nv::nvidia_driver& nvidia() const { return m_nvidia; }
   cuda::detail::state& cuda_state() { return *m_cuda; }
   // Where CUDA copies go: the executor set, else at once on the GPUs' VRAM.

@@ -138,7 +138,7 @@ bool nvidia_driver::exportable(kernel::pid_t pid, uint64_t va, uint64_t size) co
   for (uint64_t q = va / gpu_page_bytes; q <= (va + size - 1) / gpu_page_bytes; ++q) {
     int on = -1;
     if (auto it = ps.pages.find(q); it != ps.pages.end())
-      on = it->second.gpu;
+      on = it->second.imported ? -1 : it->second.gpu;  // another process's memory (IPC): no
     else if (auto c = ps.chunks.find(chunk_base(q * gpu_page_bytes)); c != ps.chunks.end())
       on = m_contexts.at(c->second.ctx).gpu;
     if (on < 0 || (gpu >= 0 && on != gpu)) return false;  // unmapped, or another GPU's

@@ -2,7 +2,8 @@
 // as driver 580 behaves on an H200 (tests/data/cuda_probe/h200_cuda13_ipc.txt): an export is
 // an allocation as another process maps it; the importer maps the exporter's whole span (the
 // 2 MiB chunk a small allocation lies in, or a big one's own pages) in a context of its own,
-// so two allocations of one chunk keep their distance; each open of a mapped export counts,
+// so two allocations of one chunk keep their distance, and a chunk made later at the same VA
+// is mapped anew; each open of a mapped export counts,
 // and the last close unmaps it. The memory stays while the export or an import holds it: the
 // exporter's cuMemFree takes its VA, not the frames.
 #include <fmt/format.h>
@@ -28,6 +29,9 @@ uint64_t nvidia_driver::ipc_export_of(kernel::pid_t pid, uint64_t va) {
   e.gpu = c->gpu;
   e.span = a->in_chunk ? chunk_base(a->va) : a->va;
   e.span_bytes = a->in_chunk ? alloc_chunk_bytes : a->reserve;
+  // Chunks and big allocations are numbered apart: the top bit tells them from each other.
+  e.span_id =
+      a->in_chunk ? (uint64_t(1) << 63) | m_processes.at(pid).chunks.at(e.span).id : a->buffer_id;
   e.offset = a->va - e.span;
   e.size = a->size;
   e.reserve = a->reserve;
@@ -56,7 +60,7 @@ nvidia_driver::ipc_open_result nvidia_driver::ipc_open(int ctx, uint64_t id, uin
   process_state& ps = process(c->pid);
   uint64_t base = 0;
   for (auto& [b, s] : ps.ipc_spans)
-    if (s.exporter == e->pid && s.exporter_span == e->span) {
+    if (s.span_id == e->span_id) {
       if (s.ctx != ctx) return ipc_open_result::other_context;
       base = b;
     }
@@ -66,7 +70,7 @@ nvidia_driver::ipc_open_result nvidia_driver::ipc_open(int ctx, uint64_t id, uin
                          e->span_bytes >= large_alloc_bytes);
     if (!b) return ipc_open_result::out_of_va;
     base = *b;
-    ps.ipc_spans[base] = {ctx, e->pid, e->span, e->span_bytes, {}};
+    ps.ipc_spans[base] = {ctx, e->span_id, e->span_bytes, {}};
   }
   ipc_span& s = ps.ipc_spans.at(base);
   va = base + e->offset;

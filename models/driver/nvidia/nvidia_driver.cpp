@@ -165,9 +165,10 @@ std::optional<uint64_t> nvidia_driver::mem_alloc(int ctx_id, uint64_t size) {
     if (!va) {
       auto base = take_ctx_va(ps, ctx_id, alloc_chunk_bytes, usable);
       if (!base) return std::nullopt;
-      chunk& ch =
-          ps.chunks.emplace(*base, chunk{ctx_id, va_space(*base, *base + alloc_chunk_bytes), 0})
-              .first->second;
+      chunk& ch = ps.chunks
+                      .emplace(*base, chunk{ctx_id, va_space(*base, *base + alloc_chunk_bytes), 0,
+                                            m_next_chunk_id++})
+                      .first->second;
       fresh_chunk = *base;
       va = ch.free.take(reserve, alloc_granule_bytes, usable);
     }

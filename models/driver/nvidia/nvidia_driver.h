@@ -156,6 +156,7 @@ class nvidia_driver {
     kernel::pid_t pid = 0;
     int ctx = 0, gpu = 0;
     uint64_t span = 0, span_bytes = 0;
+    uint64_t span_id = 0;  // the memory behind the span: its chunk, or the allocation
     uint64_t offset = 0, size = 0, reserve = 0;
     uint64_t first_page = 0;       // offset in the span of its first 64 KiB page
     std::vector<uint64_t> frames;  // of its pages, in order
@@ -264,6 +265,7 @@ class nvidia_driver {
     int ctx = 0;
     va_space free;
     uint64_t used = 0;  // bytes taken; 0: the chunk goes back to the process's VA space
+    uint64_t id = 0;    // never reused: a chunk made later at the same VA is other memory
   };
   struct block {  // VA of one context: its chunks and big allocations are taken from it
     int ctx = 0;
@@ -280,8 +282,7 @@ class nvidia_driver {
   };
   struct ipc_span {  // an importer's mapping of an exporter's span (ipc.cpp)
     int ctx = 0;
-    kernel::pid_t exporter = 0;
-    uint64_t exporter_span = 0, bytes = 0;
+    uint64_t span_id = 0, bytes = 0;
     std::map<uint64_t, int> opens;  // by export id: opens not closed yet
   };
   struct process_state {
@@ -353,6 +354,7 @@ class nvidia_driver {
   int m_next_ctx = 1;
   uint32_t m_next_va_space = 1;
   uint64_t m_next_buffer_id = 1;
+  uint64_t m_next_chunk_id = 1;
   uint64_t m_next_pin = 1;
   driver_counters m_counters;
   std::vector<driver_event> m_events;
