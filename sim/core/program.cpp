@@ -39,6 +39,7 @@ std::set<std::string> all_calls() {
   calls.insert(detail::dma_buf_call_names().begin(), detail::dma_buf_call_names().end());
   calls.insert(detail::vmm_call_names().begin(), detail::vmm_call_names().end());
   calls.insert(detail::rdma_call_names().begin(), detail::rdma_call_names().end());
+  calls.insert(detail::ipc_call_names().begin(), detail::ipc_call_names().end());
   for (const char* c : {"malloc", "free", "cuMemHostAlloc", "cuMemAllocHost", "cuMemFreeHost",
                         "cuMemHostRegister", "cuMemHostUnregister"})
     calls.insert(c);
@@ -84,6 +85,11 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
   }
   if (detail::is_vmm_call(s.call)) {
     detail::read_vmm_step(r, s, names);
+    r.done();
+    return s;
+  }
+  if (detail::is_ipc_call(s.call)) {
+    detail::read_ipc_step(r, s, names);
     r.done();
     return s;
   }

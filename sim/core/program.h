@@ -111,7 +111,8 @@ struct step_spec {
   std::string pin;            // a pin's name: get_pages names it, later steps use it
   std::string fd;             // close, dma_buf_import: a descriptor's name
   std::string region;         // dma_buf_release, dma: an imported region's name
-  std::string handle;         // cuMemMap, cuMemRelease: a cuMemCreate's name
+  std::string handle;         // cuMemMap, cuMemRelease: a cuMemCreate's name;
+                              // cuIpcOpenMemHandle: a cuIpcGetMemHandle's
   std::string mr;             // ibv_dereg_mr, dma: an ibv_reg_mr's name
   bool invalidation = true;   // ibv_reg_mr: the device's driver can stop the region when asked
   std::string access = "rw";  // cuMemSetAccess: rw | read | none
@@ -124,7 +125,8 @@ struct step_spec {
   tokens_spec tokens;                   // get_pages, put_pages
   std::string callback = "free_table";  // get_pages: what its free callback does
   std::string callback_buffer;          // callback get_pages: pins this buffer ("" = its own range)
-  uint32_t flags = 0;                   // the persistent calls, cuMemHost{Alloc,Register}
+  uint32_t flags = 0;                   // the persistent calls, cuMemHost{Alloc,Register},
+                                        // cuIpcOpenMemHandle
   std::string peer;                     // dma_map / dma_unmap / dma through a pin: a DMA engine
                                         // ("" = the peer_driver's device)
   bool null_peer = false;               // `peer: NULL`

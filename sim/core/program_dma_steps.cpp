@@ -167,10 +167,11 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
       d.escaped += escaped_bytes(where, pat, inv, log[id].landed_bytes);
     if (!d.first_ps) d.first_ps = log[id].first_start_ps;
     d.last_ps = log[id].last_land_ps;
-    if (!s.write && m_images.count(s.buffer)) {  // compare with what the program put there
+    if (!s.write &&
+        m_images.count(image_key(s.buffer))) {  // compare with what the program put there
       std::vector<uint8_t> got(len);
       m_engine->local_memory().read(local, got);
-      const auto& image = m_images.at(s.buffer);
+      const auto& image = m_images.at(image_key(s.buffer));
       for (uint64_t i = 0; i < len; ++i) d.stale += got[i] != image[s.offset + i];
     }
     const bool live = m_buffers.at(s.buffer).live;
@@ -178,7 +179,7 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
       d.mismatched += verify(where, len, local);
     if (log[id].undelivered_bytes() == 0 && live) {
       if (s.write) {  // what the buffer now holds, for later cuMemcpyDtoH checks
-        auto& image = m_images[s.buffer];
+        auto& image = m_images[image_key(s.buffer)];
         image.resize(std::max<uint64_t>(image.size(), b.size));
         std::copy(pat.begin(), pat.end(), image.begin() + s.offset);
       }

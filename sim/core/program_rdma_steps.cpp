@@ -122,15 +122,15 @@ std::string program_runner::mr_dma(const step_spec& s, size_t index) {
     if (log[id].undelivered_bytes() == 0) d.mismatched += verify(where, len, local);
     const bool live = m_buffers.at(s.buffer).live;
     if (s.write && !live) d.into_freed += log[id].landed_bytes;
-    if (!s.write && live && m_images.count(s.buffer)) {  // what the program put there
+    if (!s.write && live && m_images.count(image_key(s.buffer))) {  // what the program put there
       std::vector<uint8_t> got(len);
       m_engine->local_memory().read(local, got);
-      const auto& image = m_images.at(s.buffer);
+      const auto& image = m_images.at(image_key(s.buffer));
       for (uint64_t i = 0; i < len && buffer_offset + i < image.size(); ++i)
         d.stale += got[i] != image[buffer_offset + i];
     }
     if (s.write && live && log[id].undelivered_bytes() == 0) {  // for later cuMemcpyDtoH checks
-      auto& image = m_images[s.buffer];
+      auto& image = m_images[image_key(s.buffer)];
       image.resize(std::max<uint64_t>(image.size(), m_buffers.at(s.buffer).size));
       std::copy(pat.begin(), pat.end(), image.begin() + buffer_offset);
     }

@@ -28,6 +28,7 @@ struct program_names {
   std::set<std::string> handles;           // by cuMemCreate
   std::set<std::string> reserved;          // the buffers cuMemAddressReserve named
   std::map<std::string, std::string> mrs;  // by ibv_reg_mr: each one's buffer
+  std::set<std::string> ipc_handles;       // by cuIpcGetMemHandle
   bool peer_driver = false;                // the scenario has a `peer_driver` section
 };
 
@@ -56,6 +57,11 @@ bool is_rdma_call(const std::string& call);
 const std::set<std::string>& rdma_call_names();
 void read_rdma_step(const config::node_reader& r, step_spec& s, program_names& names);
 void read_mr_dma(const config::node_reader& r, step_spec& s, program_names& names);
+// The CUDA IPC steps (program_read_ipc.cpp): cuIpcGetMemHandle, cuIpcOpenMemHandle,
+// cuIpcCloseMemHandle.
+bool is_ipc_call(const std::string& call);
+const std::set<std::string>& ipc_call_names();
+void read_ipc_step(const config::node_reader& r, step_spec& s, program_names& names);
 // A name a step gives a buffer, a copy, a stream, ...: refused if taken (at `key`).
 void claim_name(const config::node_reader& r, const std::string& key, const std::string& name,
                 const program_names& names);

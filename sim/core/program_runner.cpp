@@ -244,6 +244,7 @@ std::string program_runner::run_step(const step_spec& s) {
     return "ok";
   }
   if (detail::is_rdma_call(s.call)) return rdma_step(s, pid);
+  if (detail::is_ipc_call(s.call)) return ipc_step(s, pid);
   if (detail::is_api_call(s.call)) return p2p_step(s, pid);
   if (detail::is_host_call(s.call)) return host_step(s, pid);
   if (detail::is_dma_buf_call(s.call)) return dma_buf_step(s, pid);

@@ -88,6 +88,7 @@ class program_runner : public sc_core::sc_module {
   std::string dma_buf_step(const step_spec& s, int pid);  // program_dma_buf_steps.cpp
   std::string vmm_step(const step_spec& s, int pid);      // program_vmm_steps.cpp
   std::string rdma_step(const step_spec& s, int pid);     // program_rdma_steps.cpp
+  std::string ipc_step(const step_spec& s, int pid);      // program_ipc_steps.cpp
   std::string mr_dma(const step_spec& s, size_t index);   // a remote access through an MR
   void close_verbs(int pid);                              // a process's exit deregisters its MRs
   int node_of(const step_spec& s) const;                  // the NUMA node of its `socket`
@@ -183,6 +184,18 @@ class program_runner : public sc_core::sc_module {
   std::map<std::string, CUcontext> m_named_contexts;     // by their cuCtxCreate's name
   std::map<std::string, CUstream> m_streams;             // by their cuStreamCreate's name
   std::map<std::string, std::vector<uint8_t>> m_images;  // what cuMemcpy put in each buffer
+  // A buffer another process's memory stands for (cuIpcOpenMemHandle): they share one image.
+  std::map<std::string, std::string> m_image_of;
+  const std::string& image_key(const std::string& buffer) const {
+    auto it = m_image_of.find(buffer);
+    return it == m_image_of.end() ? buffer : it->second;
+  }
+  // IPC handles the program got (cuIpcGetMemHandle), by name, with the buffer they export.
+  struct ipc_handle {
+    CUipcMemHandle handle{};  // zeros when the call failed: no export has them
+    std::string buffer;
+  };
+  std::map<std::string, ipc_handle> m_ipc_handles;
   std::unique_ptr<copy_engine_executor> m_copies;
   struct named_copy {
     std::string name, call;

@@ -114,7 +114,7 @@ CUstream program_runner::stream_of(const step_spec& s) const {
 std::vector<uint8_t> program_runner::held_bytes(const std::string& name, uint64_t offset,
                                                 uint64_t len) const {
   std::vector<uint8_t> bytes(len, 0);
-  auto it = m_images.find(name);
+  auto it = m_images.find(image_key(name));
   if (it != m_images.end())
     for (uint64_t i = 0; i < len && offset + i < it->second.size(); ++i)
       bytes[i] = it->second[offset + i];
@@ -125,7 +125,7 @@ std::string program_runner::memcpy_step(const step_spec& s) {
   auto it = m_buffers.find(s.buffer);
   const buffer b = it == m_buffers.end() ? buffer{0, 0, 0, false} : it->second;
   const uint64_t len = s.size ? s.size : b.size - std::min(s.offset, b.size);
-  auto& image = m_images[s.buffer];
+  auto& image = m_images[image_key(s.buffer)];
   image.resize(std::max<uint64_t>(image.size(), b.size));
   const size_t copies_before = m_copies->times().size();
   // The copy a `since` or `after` names was noted before this one (when it succeeded).
@@ -187,7 +187,7 @@ std::string program_runner::memcpy_step(const step_spec& s) {
     host_check check{s.loc.str(), s.buffer, host, {}};
     check.expected.assign(image.begin() + s.offset, image.begin() + s.offset + len);
     if (!s.host_buffer.empty()) {  // what the host buffer holds from now on
-      auto& held = m_images[s.host_buffer];
+      auto& held = m_images[image_key(s.host_buffer)];
       held.resize(std::max<uint64_t>(held.size(), named_host->second.size));
       std::copy(check.expected.begin(), check.expected.end(), held.begin() + s.host_offset);
     }
@@ -204,7 +204,7 @@ std::string program_runner::memcpy_step(const step_spec& s) {
   CUresult r = s.async ? cuMemcpyDtoDAsync(d.va + s.offset, b.va + s.offset, len, stream_of(s))
                        : cuMemcpyDtoD(d.va + s.offset, b.va + s.offset, len);
   if (r == CUDA_SUCCESS) {
-    auto& to = m_images[s.to];
+    auto& to = m_images[image_key(s.to)];
     to.resize(std::max<uint64_t>(to.size(), d.size));
     std::copy(image.begin() + s.offset, image.begin() + s.offset + len, to.begin() + s.offset);
   }

@@ -41,7 +41,7 @@ std::string program_runner::vmm_step(const step_spec& s, int pid) {
     if (r == CUDA_SUCCESS) it->second.live = false;
     return step_result(r);
   }
-  auto& image = m_images[s.buffer];
+  auto& image = m_images[image_key(s.buffer)];
   image.resize(std::max<uint64_t>(image.size(), b.size));
   auto& mapped = m_mapped[s.buffer];
   if (s.call == "cuMemMap") {
