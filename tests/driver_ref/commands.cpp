@@ -47,7 +47,11 @@ const char* const op_names[] = {"cuCtxCreate",
                                 "nvidia_p2p_get_pages (VMM)",
                                 "ibv_reg_mr",
                                 "ibv_dereg_mr",
-                                "remote access (RDMA)"};
+                                "remote access (RDMA)",
+                                "cuIpcGetMemHandle",
+                                "cuIpcOpenMemHandle",
+                                "cuIpcCloseMemHandle",
+                                "cuMemcpy (IPC)"};
 static_assert(sizeof(op_names) / sizeof(*op_names) == size_t(op::count));
 
 const char* const action_names[] = {"free_table",     "nothing",         "put_self",

@@ -65,6 +65,11 @@ enum class op : uint8_t {
   rdma_dereg,            // ibv_dereg_mr of memory region a (a deregistered one: NULL)
   rdma_access,           // a remote write (variant even) or read through region a at b, 1 +
                          // c % 512 bytes; variant % 8 == 7: up to a page past its end
+  ipc_get,               // cuIpcGetMemHandle of allocation a at b (variant % 8 == 7: its end)
+  ipc_open,              // cuIpcOpenMemHandle of handle a; variant % 8: 5 flags without bit 0,
+                         // 6 more bits, 7 bytes no export has
+  ipc_close,             // cuIpcCloseMemHandle of open import a (variant % 6 == 5: interior)
+  ipc_copy,              // cuMemcpyHtoD (variant even) / DtoH through open import a at b
   count
 };
 

@@ -259,6 +259,18 @@ void harness::run(const command& c) {
     case op::rdma_dereg:
       rdma_dereg(c);
       break;
+    case op::ipc_get:
+      ipc_get(c);
+      break;
+    case op::ipc_open:
+      ipc_open(c);
+      break;
+    case op::ipc_close:
+      ipc_close(c);
+      break;
+    case op::ipc_copy:
+      ipc_copy(c);
+      break;
     case op::rdma_access:
       rdma_access(c);
       break;
@@ -682,7 +694,7 @@ void harness::get_attribute(const command& c) {
   process_slot& s = slot(c);
   const int alloc = pick_allocation(c);
   const uint64_t ptr = pointer_of(c, alloc, c.b);
-  if (vmm_in(s.pid, ptr, 1)) return;  // VMM memory's attributes: real_driver_test.cpp
+  if (vmm_in(s.pid, ptr, 1) || imported_in(s.pid, ptr, 1)) return;  // real_driver_test.cpp's
   const CUpointer_attribute attr = single_attributes[c.variant % 8];
   const int target = m_ref.allocation_at(s.pid, ptr);
   kernel::as_process as(s.pid);
@@ -738,7 +750,7 @@ void harness::get_attributes(const command& c) {
   process_slot& s = slot(c);
   const int alloc = pick_allocation(c);
   const uint64_t ptr = pointer_of(c, alloc, c.b);
-  if (vmm_in(s.pid, ptr, 1)) return;  // VMM memory's attributes: real_driver_test.cpp
+  if (vmm_in(s.pid, ptr, 1) || imported_in(s.pid, ptr, 1)) return;  // real_driver_test.cpp's
   const int target = m_ref.allocation_at(s.pid, ptr);
   CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
                                  CU_POINTER_ATTRIBUTE_RANGE_SIZE,
@@ -767,6 +779,7 @@ void harness::set_sync_memops(const command& c) {
   process_slot& s = slot(c);
   const int alloc = pick_allocation(c);
   const uint64_t ptr = pointer_of(c, alloc, c.variant);
+  if (imported_in(s.pid, ptr, 1)) return;  // another process's memory opened here
   const int target = m_ref.allocation_at(s.pid, ptr);
   const unsigned int value = c.b & 1;
   kernel::as_process as(s.pid);
@@ -782,7 +795,8 @@ void harness::memcpy_command(const command& c, bool to_device) {
   const ref_allocation& a = m_ref.allocation(alloc);
   const uint64_t ptr = a.va + c.b % (a.size + 8);
   const uint64_t bytes = 1 + c.c % 700;
-  if (vmm_in(s.pid, ptr, bytes)) return;  // another process's VA: VMM memory here (vmm_copy)
+  // Another process's VA: VMM memory here (vmm_copy), or memory opened by IPC (ipc_copy).
+  if (vmm_in(s.pid, ptr, bytes) || imported_in(s.pid, ptr, bytes)) return;
   std::vector<uint8_t> host(bytes);
   for (uint64_t k = 0; k < bytes; ++k) host[k] = pattern(m_step, k);
   kernel::as_process as(s.pid);
@@ -1214,7 +1228,8 @@ void harness::regcache_acquire(const command& c) {
   if (alloc < 0) return;
   const ref_allocation& a = m_ref.allocation(alloc);
   const uint64_t address = a.va + c.b % a.size, size = 1 + c.c % (a.size + 64);
-  if (vmm_in(s.pid, address, size)) return;  // the cache on VMM memory: vmm_steps.yaml
+  if (vmm_in(s.pid, address, size) || imported_in(s.pid, address, size))
+    return;  // the cache on VMM memory: vmm_steps.yaml; on imported memory: ipc_steps.yaml
   peer::kmd_region* region = nullptr;
   int got;
   {

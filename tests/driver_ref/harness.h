@@ -38,6 +38,7 @@ struct harness_config {
   bool contexts_first = false;  // the property test's op mix: more contexts and peer access
   bool vmm_first = false;       // ... VMM calls ten times as often
   bool rdma_first = false;      // ... RDMA registrations and accesses ten times as often
+  bool ipc_first = false;       // ... CUDA IPC calls ten times as often
 };
 
 class harness {
@@ -157,6 +158,13 @@ class harness {
   void rdma_dereg(const command& c);
   void rdma_access(const command& c);
   void sync_mrs();  // each live region invalidated exactly when its pin was revoked
+  // CUDA IPC (harness_ipc.cpp).
+  void ipc_get(const command& c);
+  void ipc_open(const command& c);
+  void ipc_close(const command& c);
+  void ipc_copy(const command& c);
+  // Whether any byte of [va, va + bytes) of `pid` is another process's memory it opened.
+  bool imported_in(int pid, uint64_t va, uint64_t bytes) const;
 
   // Frees through the models while the reference's script of callbacks is followed.
   void with_script(std::vector<expected_callback> script, int pid,
@@ -194,6 +202,7 @@ class harness {
   std::unique_ptr<peer::nvidia_peermem> m_nv_mem, m_nv_mem_nc;
   std::unique_ptr<peer::rdma_core> m_rdma;
   std::vector<sut_mr> m_mrs;
+  std::vector<CUipcMemHandle> m_ipc_handles;                // by the reference's export index
   std::vector<int> m_descriptors;                           // by the reference's export index
   std::vector<CUmemGenericAllocationHandle> m_vmm_handles;  // by the reference's handle index
   std::deque<callback_data> m_callback_data;

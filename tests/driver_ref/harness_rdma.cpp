@@ -21,7 +21,9 @@ void harness::rdma_reg(const command& c) {
   if (alloc < 0) return;
   const ref_allocation& a = m_ref.allocation(alloc);
   const uint64_t address = a.va + c.b % a.size, size = c.c % (a.size + page_bytes);
-  if (vmm_in(s.pid, address, std::max<uint64_t>(size, 1))) return;  // another process's VA
+  if (vmm_in(s.pid, address, std::max<uint64_t>(size, 1)) ||
+      imported_in(s.pid, address, std::max<uint64_t>(size, 1)))
+    return;  // another process's VA
   const bool invalidation = c.variant % 4 != 3;
   const int peer = (c.variant / 4) % 2;
   // What the core and nvidia-peermem will do: the range rounded out to 64 KiB, pinned once

@@ -23,8 +23,9 @@ namespace {
 
 // `contexts_first`: more contexts and peer access among them, fewer pins. `vmm_first`: VMM
 // calls ten times as often.
-rc::Gen<op> gen_op(bool contexts_first, bool vmm_first, bool rdma_first) {
-  const size_t k = contexts_first ? 4 : 1, v = vmm_first ? 10 : 1, r = rdma_first ? 10 : 1;
+rc::Gen<op> gen_op(bool contexts_first, bool vmm_first, bool rdma_first, bool ipc_first) {
+  const size_t k = contexts_first ? 4 : 1, v = vmm_first ? 10 : 1, r = rdma_first ? 10 : 1,
+               i = ipc_first ? 10 : 1;
   return rc::gen::weightedElement<op>({
       {4 * k, op::ctx_create},
       {1, op::ctx_destroy},
@@ -67,15 +68,19 @@ rc::Gen<op> gen_op(bool contexts_first, bool vmm_first, bool rdma_first) {
       {3 * r, op::rdma_reg},
       {1 * r, op::rdma_dereg},
       {4 * r, op::rdma_access},
+      {2 * i, op::ipc_get},
+      {3 * i, op::ipc_open},
+      {2 * i, op::ipc_close},
+      {3 * i, op::ipc_copy},
   });
 }
 
-rc::Gen<command> gen_command(bool contexts_first, bool vmm_first, bool rdma_first) {
+rc::Gen<command> gen_command(bool contexts_first, bool vmm_first, bool rdma_first, bool ipc_first) {
   return rc::gen::map(
       // Uniform choices (RapidCheck's arbitrary integers grow with the test's size, which would
       // favour the first variants); shrinking still goes towards 0.
       rc::gen::tuple(
-          gen_op(contexts_first, vmm_first, rdma_first), rc::gen::inRange<int>(0, 3),
+          gen_op(contexts_first, vmm_first, rdma_first, ipc_first), rc::gen::inRange<int>(0, 3),
           rc::gen::inRange<int>(0, 256), rc::gen::inRange<int>(0, int(callback_action::count)),
           rc::gen::inRange<uint32_t>(0, 1u << 31), rc::gen::inRange<uint32_t>(0, 1u << 31),
           rc::gen::inRange<uint32_t>(0, 1u << 31)),
@@ -116,8 +121,8 @@ void check_sequences(const harness_config& config, uint64_t seed, int count, int
   meta.id = meta.description = "driver models agree with the reference";
   const auto result = rc::detail::checkTestable(
       [&] {
-        const auto sequence = *rc::gen::container<std::vector<command>>(
-            gen_command(config.contexts_first, config.vmm_first, config.rdma_first));
+        const auto sequence = *rc::gen::container<std::vector<command>>(gen_command(
+            config.contexts_first, config.vmm_first, config.rdma_first, config.ipc_first));
         harness h(config);
         try {
           h.run_all(sequence);
@@ -168,6 +173,12 @@ harness_config rdma_registrations() {  // RDMA registrations, accesses and frees
   return c;
 }
 
+harness_config ipc_between_processes() {  // CUDA IPC often, on two GPUs of reach
+  harness_config c;
+  c.ipc_first = true;
+  return c;
+}
+
 harness_config one_gpu_tight() {  // VRAM and BAR1 run out often
   harness_config c;
   c.ref.gpus = 1;
@@ -213,4 +224,9 @@ TEST_CASE(
     "exits",
     "[property]") {
   check_sequences(rdma_registrations(), 8, 800, 150);
+}
+
+TEST_CASE("driver property: CUDA IPC exports opened copied and closed across processes",
+          "[property]") {
+  check_sequences(ipc_between_processes(), 9, 800, 150);
 }

@@ -49,6 +49,7 @@ std::vector<expected_callback> reference::free_all(
 std::vector<expected_callback> reference::destroy_context(int ctx) {
   auto out =
       free_all(m_contexts.at(ctx).pid, [&](const ref_allocation& a) { return a.ctx == ctx; });
+  end_ipc([&](int c) { return c == ctx; });
   m_contexts[ctx].alive = false;
   for (auto& b : m_host)
     if (b.ctx == ctx) b.alive = false;
@@ -57,6 +58,7 @@ std::vector<expected_callback> reference::destroy_context(int ctx) {
 
 std::vector<expected_callback> reference::process_exit(int pid) {
   auto out = free_all(pid, [](const ref_allocation&) { return true; });
+  end_ipc([&](int c) { return m_contexts.at(c).pid == pid; });
   auto vmm = unmap_all(pid);  // its mappings go, then its handles
   out.insert(out.end(), vmm.begin(), vmm.end());
   for (auto& c : m_contexts)
@@ -120,7 +122,7 @@ reference::export_result reference::predict_export(int pid, bool has_context, ui
   int gpu = -1;
   for (uint64_t n = va / page_bytes; n <= (va + size - 1) / page_bytes; ++n) {
     const ref_page* p = page(pid, n);
-    if (!p || (gpu >= 0 && p->gpu != gpu)) return export_result::invalid_value;
+    if (!p || p->imported || (gpu >= 0 && p->gpu != gpu)) return export_result::invalid_value;
     gpu = p->gpu;
   }
   return flags & 1 ? export_result::not_supported : export_result::success;
@@ -176,7 +178,7 @@ std::string reference::learn_allocation(
   const ref_context& c = m_contexts.at(ctx);
   if (va < uva_begin || va >= uva_end || size > uva_end - va)
     return fmt::format("0x{:x}+0x{:x} is outside the UVA range (7.1)", va, size);
-  const ref_allocation mine{c.pid, ctx, va, size, true, std::nullopt, false};
+  ref_allocation mine{c.pid, ctx, va, size, true, std::nullopt, false};
   if (va % granule_bytes || (size > chunk_bytes && va % chunk_bytes))
     return fmt::format("0x{:x} is not aligned for 0x{:x} bytes", va, size);
   for (const auto& a : m_allocations)
@@ -213,6 +215,13 @@ std::string reference::learn_allocation(
       m_frame_mapped[c.gpu][p.frame] = 1;
     }
     ++p.allocations;
+  }
+  if (size <= chunk_bytes) {  // the chunk it lies in: a live neighbour's, else a new one
+    mine.chunk = ++m_chunks;
+    for (const auto& a : m_allocations)
+      if (a.alive && a.pid == c.pid && a.size <= chunk_bytes &&
+          a.va / chunk_bytes == va / chunk_bytes)
+        mine.chunk = a.chunk;
   }
   m_allocations.push_back(mine);
   return "";
@@ -352,6 +361,7 @@ int reference::predict_get_pages(const pin_request& r) const {
     if (!p || p->allocations == 0) return -EINVAL;
     // VMM memory is the process's: any context of it may pin it, if made for RDMA.
     if (p->ctx < 0 && !m_vmm_memory.at(p->memory).rdma) return -EINVAL;
+    if (p->imported) return -EINVAL;  // another process's, opened by IPC
     if (ctx >= 0 && p->ctx >= 0 && p->ctx != ctx) return -EINVAL;
     if (first_ctx && p->ctx != *first_ctx) return -EINVAL;
     first_ctx = p->ctx;

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/driver_ref/commands.h"
@@ -48,6 +49,7 @@ struct ref_allocation {
   bool alive = true;
   std::optional<uint64_t> buffer_id;  // once read
   bool sync_memops = false;
+  uint64_t chunk = 0;  // up to 2 MiB: the chunk it lies in, numbered as chunks come and go
   uint64_t end() const { return va + size; }
   // The bytes it holds: its size rounded up to the allocation granule; the pages it maps.
   uint64_t reserve() const {
@@ -61,8 +63,30 @@ struct ref_allocation {
 struct ref_page {        // a VA page in use
   int ctx = 0, gpu = 0;  // ctx -1: a VMM mapping's page (no context owns it)
   uint64_t frame = 0;
-  int allocations = 0;  // 0 while its last allocation (or its mapping) is going
-  int memory = -1;      // a VMM mapping's: the memory it maps
+  int allocations = 0;    // 0 while its last allocation (or its mapping) is going
+  int memory = -1;        // a VMM mapping's: the memory it maps
+  bool imported = false;  // another process's memory, opened by CUDA IPC: it holds the frame
+};
+
+// CUDA IPC (docs/driver-model.md, "CUDA IPC"): an export holds its allocation's frames until
+// its context goes; an importer maps the exporter's span (the 2 MiB chunk of a small
+// allocation, or a big one's own pages) in one of its contexts, its pages holding the frames,
+// one close per open.
+using ref_span_id = std::tuple<int, uint64_t, uint64_t>;  // (pid, chunk, 0) or (-1, -1, alloc)
+struct ref_ipc_export {
+  int pid = 0, ctx = 0, gpu = 0, alloc = 0;
+  ref_span_id span;
+  uint64_t span_start = 0, span_bytes = 0;  // in the exporter's VA
+  uint64_t first_page = 0;                  // VA page number of frames[0] in the exporter
+  std::vector<uint64_t> frames;
+  bool alive = true;
+};
+struct ref_ipc_span {
+  int pid = 0, ctx = 0;
+  ref_span_id span;
+  uint64_t base = 0, bytes = 0;
+  std::map<int, int> opens;  // by export: opens not closed yet
+  bool alive = true;
 };
 
 // CUDA VMM (docs/driver-model.md, "VMM"): physical memory of one GPU, held by handles (per
@@ -244,6 +268,30 @@ class reference {
   // mappings?
   bool vmm_accessible(int pid, int gpu, uint64_t va, uint64_t bytes, bool write) const;
 
+  // ---- CUDA IPC ----
+  // cuIpcGetMemHandle of `ptr` by `pid`: the export of the live allocation holding it (the one
+  // it had, or a new one holding its frames), or -1 (INVALID_VALUE).
+  int ipc_export(int pid, uint64_t ptr);
+  enum class ipc_open_result {
+    mapped,
+    invalid_value,
+    invalid_context,
+    invalid_handle,
+    unreachable
+  };
+  // What cuIpcOpenMemHandle of export `e` with `flags` in context `ctx` (-1: none) returns;
+  // `reachable`: the context's GPU may reach the export's. For mapped, `span` is the open span
+  // it maps into, or -1 when it needs a new one.
+  ipc_open_result predict_ipc_open(int ctx, int e, unsigned flags, bool reachable, int& span) const;
+  // Records the open the models made at `ptr`: "" or why that is not a legal place for it.
+  std::string learn_ipc_open(int ctx, int e, uint64_t ptr);
+  // cuIpcCloseMemHandle(ptr) by `pid` (with a context): done? The last close unmaps.
+  bool ipc_close(int pid, uint64_t ptr);
+  const ref_ipc_export& ipc_exported(int e) const { return m_ipc_exports.at(e); }
+  size_t ipc_exports() const { return m_ipc_exports.size(); }
+  // The open imports of `pid`: (pointer, export) of each.
+  std::vector<std::pair<uint64_t, int>> ipc_imports(int pid) const;
+
   // ---- what a peer reaches, and VRAM ----
   // The frame behind a BAR1 page of `gpu`, if a live pin maps it.
   std::optional<uint64_t> bar1_frame(int gpu, uint64_t bar1_page) const;
@@ -279,6 +327,11 @@ class reference {
   void free_vmm_memory_if_unused(int m);
   std::vector<expected_callback> unmap_all(int pid);  // its exit
   std::vector<ref_export> m_exports;
+  std::vector<ref_ipc_export> m_ipc_exports;
+  std::vector<ref_ipc_span> m_ipc_spans;
+  uint64_t m_chunks = 0;  // chunks made so far
+  void unmap_import(ref_ipc_span& s, int e);
+  void end_ipc(const std::function<bool(int ctx)>& ending);  // contexts that go
   std::map<uint64_t, int> m_buffer_ids;  // every BUFFER_ID seen -> its allocation
   std::vector<std::vector<uint8_t>> m_vram;
   std::vector<ref_host_block> m_host;
