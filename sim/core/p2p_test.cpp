@@ -112,6 +112,17 @@ figures from_run(const run_result& r, const std::vector<device>& gpus,
                  const std::vector<std::vector<bool>>& access, uint64_t bytes) {
   std::map<std::string, double> s;
   for (const auto& b : r.bandwidth) s[b.transfer] = b.seconds;
+  std::map<std::string, double> call_us;  // how long each named step's call took
+  if (!r.program.is_null())
+    for (const auto& st : r.program["steps"])
+      if (st.contains("name"))
+        call_us[st["name"].get<std::string>()] =
+            (st["end_ns"].get<double>() - st["start_ns"].get<double>()) / 1e3;
+  auto call = [&](const std::string& name) {
+    auto it = call_us.find(name);
+    if (it == call_us.end()) throw std::runtime_error("p2psim p2p: the run has no step " + name);
+    return it->second;
+  };
   auto at = [&](const std::string& name) {
     auto it = s.find(name);
     if (it == s.end() || it->second <= 0)
@@ -126,6 +137,7 @@ figures from_run(const run_result& r, const std::vector<device>& gpus,
   auto matrix = [&] { return figures::matrix(n, std::vector<double>(n, 0)); };
   f.uni_disabled = f.uni_enabled = f.bi_disabled = f.bi_enabled = matrix();
   f.latency_disabled = f.latency_enabled = matrix();
+  f.cpu_latency_disabled = f.cpu_latency_enabled = matrix();
   for (size_t i = 0; i < n; ++i)
     for (size_t j = 0; j < n; ++j) {
       f.uni_disabled[i][j] = bytes / at(pair_name("ud", i, j)) * 1e-9;
@@ -138,15 +150,18 @@ figures from_run(const run_result& r, const std::vector<device>& gpus,
           2.0 * bytes / std::max(at(pair_name("bea", i, j)), at(pair_name("beb", i, j))) * 1e-9;
       f.latency_disabled[i][j] = at(pair_name("ld", i, j)) * 1e6;
       f.latency_enabled[i][j] = at(pair_name("le", i, j)) * 1e6;
+      f.cpu_latency_disabled[i][j] = call(pair_name("ld", i, j));
+      f.cpu_latency_enabled[i][j] = call(pair_name("le", i, j));
     }
   return f;
 }
 
 namespace {
 
+// `title` (none: the rows go on under the previous matrix's, as the sample's CPU latency rows do).
 void print_matrix(std::ostream& out, const std::string& title, const char* corner,
                   const figures::matrix& m) {
-  out << title << "\n";
+  if (!title.empty()) out << title << "\n";
   out << fmt::format("   {}", corner);
   for (size_t j = 0; j < m.size(); ++j) out << fmt::format("{:6d} ", j);
   out << "\n";
@@ -190,7 +205,9 @@ void print(std::ostream& out, const figures& f, const std::string& topology_file
   print_matrix(out, "Bidirectional P2P=Disabled Bandwidth Matrix (GB/s)", "D\\D", f.bi_disabled);
   print_matrix(out, "Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)", "D\\D", f.bi_enabled);
   print_matrix(out, "P2P=Disabled Latency Matrix (us)", "GPU", f.latency_disabled);
+  print_matrix(out, "", "CPU", f.cpu_latency_disabled);
   print_matrix(out, "P2P=Enabled Latency (P2P Writes) Matrix (us)", "GPU", f.latency_enabled);
+  print_matrix(out, "", "CPU", f.cpu_latency_enabled);
   out << "\nNOTE: The CUDA Samples are not meant for performance measurements. Results may vary "
          "when GPU Boost is enabled.\n";
 }
@@ -205,6 +222,8 @@ nlohmann::json to_json(const figures& f) {
   j["unidirectional_gbps"] = {{"p2p_disabled", f.uni_disabled}, {"p2p_enabled", f.uni_enabled}};
   j["bidirectional_gbps"] = {{"p2p_disabled", f.bi_disabled}, {"p2p_enabled", f.bi_enabled}};
   j["latency_us"] = {{"p2p_disabled", f.latency_disabled}, {"p2p_enabled", f.latency_enabled}};
+  j["cpu_latency_us"] = {{"p2p_disabled", f.cpu_latency_disabled},
+                         {"p2p_enabled", f.cpu_latency_enabled}};
   return j;
 }
 

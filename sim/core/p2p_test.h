@@ -46,6 +46,9 @@ struct figures {
   uint64_t bytes = 0;
   using matrix = std::vector<std::vector<double>>;
   matrix uni_disabled, uni_enabled, bi_disabled, bi_enabled, latency_disabled, latency_enabled;
+  // The sample's CPU latency: the host's time in each 4-byte asynchronous copy's call (the GPU
+  // preset's `copy_submit`), where the GPU latency is the copy's own time on its stream.
+  matrix cpu_latency_disabled, cpu_latency_enabled;
 };
 figures from_run(const run_result& r, const std::vector<device>& gpus,
                  const std::vector<std::vector<bool>>& access, uint64_t bytes);

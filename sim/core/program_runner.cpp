@@ -176,6 +176,7 @@ void program_runner::main() {
                  {"ok", ok},
                  {"start_ns", start / 1000.0},
                  {"end_ns", transport::now_ps() / 1000.0}};
+    if (!s.name.empty()) step["name"] = s.name;
     if (!s.pin.empty()) step["pin"] = s.pin;
     if (!s.mr.empty()) step["mr"] = s.mr;
     if (!m_step_values.is_null()) step["values"] = m_step_values;

@@ -47,6 +47,34 @@ TEST_CASE("p2p: two GPUs behind one switch, in p2pBandwidthLatencyTest's layout"
   CHECK(j["can_access_peer"] == json::parse("[[false, true], [true, false]]"));
 }
 
+// The sample's CPU latency is the host's time in each 4-byte asynchronous copy's call: the GPU
+// preset's copy_submit (topologies/devices/h200.yaml: 2.2 us, the host time of a
+// cudaMemcpyAsync measured on an H200, docs/architecture.md "CUDA copy costs"), whichever the
+// pair and whether or not the copy is staged; GPUs without CUDA costs spend none.
+TEST_CASE("p2p: the CPU latency rows are each call's host time", "[cli][p2p]") {
+  const std::string file = in_build("p2p_h200_costs.json");
+  auto r = run_cli(
+      "p2p topologies/switch_two_pairs.yaml --size 4MB --set device.gpu0.model=h200 --set "
+      "device.gpu1.model=h200 --json " +
+      file);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("   CPU     0      1 \n     0   2.20   2.20 \n     1   2.20   2.20 \n") !=
+        std::string::npos);
+  const json j = read_json(file);
+  for (const char* mode : {"p2p_disabled", "p2p_enabled"})
+    for (int a : {0, 1})
+      for (int b : {0, 1}) {
+        CHECK(j["cpu_latency_us"][mode][a][b].get<double>() == Approx(2.2).epsilon(1e-6));
+        // The copy itself waits for its call: it takes no less on its stream.
+        CHECK(j["latency_us"][mode][a][b].get<double>() >= 2.2 - 1e-6);
+      }
+  const std::string plain = in_build("p2p_no_costs.json");  // GPUs without CUDA costs
+  r = run_cli("p2p topologies/switch_two_pairs.yaml --size 4MB --json " + plain);
+  REQUIRE(r.exit_code == 0);
+  CHECK(read_json(plain)["cpu_latency_us"]["p2p_enabled"][0][1].get<double>() == 0.0);
+}
+
 TEST_CASE("p2p: a platform that does not route P2P reads between root ports", "[cli][p2p]") {
   // arrow_lake: gpu0 and gpu1 share a switch, gpu2 is below another root port. Without
   // access, gpu0 -> gpu2 is staged with peer access "enabled" too; gpu0 -> gpu1 is not.
