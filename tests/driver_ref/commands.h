@@ -46,6 +46,8 @@ enum class op : uint8_t {
                          // % 6: whole, a part from b of c bytes, misaligned, size 0, PCIe
                          // flag, flags 2
   dma_buf_close,         // close(export a's descriptor); variant odd: from another process
+  dma_buf_import,        // the kernel driver (variant even: nic0; odd: nic1, behind an IOMMU)
+                         // imports export a's descriptor, as its process
   vmm_create,            // cuMemCreate(GPU a, size by variant % 4: 2, 2, 4, 3 MiB; RDMA: b & 1)
   vmm_release,           // cuMemRelease(handle a of the process; variant % 6 == 5: handle 0)
   vmm_reserve,           // cuMemAddressReserve((b % 3 + 1) x 2 MiB; variant % 5: 3 a hint at

@@ -226,6 +226,9 @@ void harness::run(const command& c) {
     case op::dma_buf_close:
       dma_buf_close(c);
       break;
+    case op::dma_buf_import:
+      dma_buf_import(c);
+      break;
     case op::vmm_create:
       vmm_create(c);
       break;
@@ -1060,6 +1063,9 @@ std::optional<std::pair<int, uint64_t>> harness::ref_resolve(uint64_t a, int pee
         if (a >= rm.addresses[e] && a - rm.addresses[e] < page_bytes)
           bus = m_pins[rm.pin].bus[e] + (a - rm.addresses[e]);
     }
+    for (const auto& [pin, iovas] : m_import_iovas)  // imported dma-bufs' maps, while they live
+      for (size_t e = 0; e < iovas.size() && !bus && m_ref.pin(pin).st != pin_state::ended; ++e)
+        if (a >= iovas[e] && a - iovas[e] < page_bytes) bus = m_pins[pin].bus[e] + (a - iovas[e]);
     if (!bus) return std::nullopt;
     a = *bus;
   }
@@ -1083,6 +1089,14 @@ void harness::peer_access(const command& c, bool write) {
     const int pin = pick(c.a, m_pins.size());
     if (pin < 0) return;
     window = m_pins[pin].bus;
+  } else if (kind == 1 && c.b % 4 == 3 && !m_import_iovas.empty()) {
+    // The IOVAs of an imported dma-buf's map, live or released since (a device that kept
+    // them must reach nothing once the importer unmapped them).
+    const auto& [pin, iovas] = m_import_iovas[c.a % m_import_iovas.size()];
+    window = iovas;
+    peer = 1;
+    ++m_counts[m_ref.pin(pin).st == pin_state::ended ? "accesses through released imports"
+                                                     : "accesses through imports' IOVAs"];
   } else if (kind == 1) {
     const int m = pick(c.a, m_mappings.size());
     if (m < 0) return;
@@ -1218,7 +1232,12 @@ void harness::kmd_unpin(const command& c) {
     kernel::as_process as(s.pid);
     got = m_kmds[r.kmd]->unpin(r.region);
   }
-  expect_eq(got, want, "kmd unpin");
+  expect_eq(got, want, r.dma_buf_export >= 0 ? "kmd release of an imported dma-buf" : "kmd unpin");
+  if (got == 0 && r.dma_buf_export >= 0) {  // unmap, detach, put: the map's BAR1 pages go
+    r.alive = false;
+    m_ref.release_import(r.pin, r.dma_buf_export);
+    ++m_counts["dma-buf imports released"];
+  }
   sync_regions(r.kmd);
 }
 
@@ -1415,7 +1434,8 @@ void harness::dma_buf_close(const command& c) {
 
 void harness::check_state() {
   size_t live = 0;
-  for (size_t i = 0; i < m_ref.pins(); ++i) live += m_ref.pin(int(i)).st != pin_state::ended;
+  for (size_t i = 0; i < m_ref.pins(); ++i)  // nv-p2p's: not the maps of imported dma-bufs
+    live += m_ref.pin(int(i)).st != pin_state::ended && !m_ref.pin(int(i)).dma_buf;
   expect_eq(m_world.driver().live_pins(), live, "live pins");
   for (int g = 0; g < m_config.ref.gpus; ++g) {
     expect_eq(m_world.bar1(g).mapped_pages(), m_ref.bar1_in_use(g),

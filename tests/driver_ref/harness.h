@@ -39,6 +39,7 @@ struct harness_config {
   bool vmm_first = false;       // ... VMM calls ten times as often
   bool rdma_first = false;      // ... RDMA registrations and accesses ten times as often
   bool ipc_first = false;       // ... CUDA IPC calls ten times as often
+  bool dma_buf_first = false;   // ... dma-buf exports, imports and releases ten times as often
 };
 
 class harness {
@@ -75,6 +76,7 @@ class harness {
     nvidia_p2p_page_table_t* table = nullptr;
     int kmd = 0, pin = 0, mapping = -1, pid = 0;
     bool alive = true;
+    int dma_buf_export = -1;  // an imported dma-buf: the export it maps
   };
   struct sut_mr {  // a memory region nvidia-peermem registered
     peer::rdma_mr* mr = nullptr;
@@ -135,6 +137,7 @@ class harness {
   void host_memory(const command& c);
   void dma_buf_export(const command& c);
   void dma_buf_close(const command& c);
+  void dma_buf_import(const command& c);  // harness_dma_buf_import.cpp
   // CUDA VMM (harness_vmm.cpp).
   void vmm_create(const command& c);
   void vmm_release(const command& c);
@@ -202,7 +205,9 @@ class harness {
   std::unique_ptr<peer::nvidia_peermem> m_nv_mem, m_nv_mem_nc;
   std::unique_ptr<peer::rdma_core> m_rdma;
   std::vector<sut_mr> m_mrs;
-  std::vector<CUipcMemHandle> m_ipc_handles;                // by the reference's export index
+  std::vector<CUipcMemHandle> m_ipc_handles;  // by the reference's export index
+  // The IOVA of each page of an imported dma-buf behind nic1's IOMMU, by its pin.
+  std::vector<std::pair<int, std::vector<uint64_t>>> m_import_iovas;
   std::vector<int> m_descriptors;                           // by the reference's export index
   std::vector<CUmemGenericAllocationHandle> m_vmm_handles;  // by the reference's handle index
   std::deque<callback_data> m_callback_data;

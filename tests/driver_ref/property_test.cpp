@@ -21,11 +21,11 @@ using namespace p2psim::driver_ref;
 
 namespace {
 
-// `contexts_first`: more contexts and peer access among them, fewer pins. `vmm_first`: VMM
-// calls ten times as often.
-rc::Gen<op> gen_op(bool contexts_first, bool vmm_first, bool rdma_first, bool ipc_first) {
-  const size_t k = contexts_first ? 4 : 1, v = vmm_first ? 10 : 1, r = rdma_first ? 10 : 1,
-               i = ipc_first ? 10 : 1;
+// The op mix of a world (harness_config): `contexts_first` gives more contexts and peer access
+// among them, fewer pins; the other `..._first` flags make their calls ten times as often.
+rc::Gen<op> gen_op(const harness_config& c) {
+  const size_t k = c.contexts_first ? 4 : 1, v = c.vmm_first ? 10 : 1, r = c.rdma_first ? 10 : 1,
+               i = c.ipc_first ? 10 : 1, d = c.dma_buf_first ? 10 : 1;
   return rc::gen::weightedElement<op>({
       {4 * k, op::ctx_create},
       {1, op::ctx_destroy},
@@ -46,16 +46,17 @@ rc::Gen<op> gen_op(bool contexts_first, bool vmm_first, bool rdma_first, bool ip
       {3, op::dma_map},
       {2, op::dma_unmap},
       {1, op::free_dma_mapping},
-      {6, op::peer_write},
-      {3, op::peer_read},
+      {6 * d, op::peer_write},
+      {3 * d, op::peer_read},
       {3, op::kmd_pin},
-      {2, op::kmd_unpin},
+      {2 * d, op::kmd_unpin},
       {3, op::regcache_acquire},
       {2, op::regcache_release},
       {5 * k * k, op::ctx_peer_access},
       {4 * k, op::host_memory},
-      {4, op::dma_buf_export},
-      {2, op::dma_buf_close},
+      {4 * d, op::dma_buf_export},
+      {2 * d, op::dma_buf_close},
+      {3 * d, op::dma_buf_import},
       {3 * v, op::vmm_create},
       {2 * v, op::vmm_release},
       {3 * v, op::vmm_reserve},
@@ -75,15 +76,15 @@ rc::Gen<op> gen_op(bool contexts_first, bool vmm_first, bool rdma_first, bool ip
   });
 }
 
-rc::Gen<command> gen_command(bool contexts_first, bool vmm_first, bool rdma_first, bool ipc_first) {
+rc::Gen<command> gen_command(const harness_config& config) {
   return rc::gen::map(
       // Uniform choices (RapidCheck's arbitrary integers grow with the test's size, which would
       // favour the first variants); shrinking still goes towards 0.
-      rc::gen::tuple(
-          gen_op(contexts_first, vmm_first, rdma_first, ipc_first), rc::gen::inRange<int>(0, 3),
-          rc::gen::inRange<int>(0, 256), rc::gen::inRange<int>(0, int(callback_action::count)),
-          rc::gen::inRange<uint32_t>(0, 1u << 31), rc::gen::inRange<uint32_t>(0, 1u << 31),
-          rc::gen::inRange<uint32_t>(0, 1u << 31)),
+      rc::gen::tuple(gen_op(config), rc::gen::inRange<int>(0, 3), rc::gen::inRange<int>(0, 256),
+                     rc::gen::inRange<int>(0, int(callback_action::count)),
+                     rc::gen::inRange<uint32_t>(0, 1u << 31),
+                     rc::gen::inRange<uint32_t>(0, 1u << 31),
+                     rc::gen::inRange<uint32_t>(0, 1u << 31)),
       [](const std::tuple<op, int, int, int, uint32_t, uint32_t, uint32_t>& t) {
         command c;
         std::tie(c.what, std::ignore, std::ignore, std::ignore, c.a, c.b, c.c) = t;
@@ -121,8 +122,7 @@ void check_sequences(const harness_config& config, uint64_t seed, int count, int
   meta.id = meta.description = "driver models agree with the reference";
   const auto result = rc::detail::checkTestable(
       [&] {
-        const auto sequence = *rc::gen::container<std::vector<command>>(gen_command(
-            config.contexts_first, config.vmm_first, config.rdma_first, config.ipc_first));
+        const auto sequence = *rc::gen::container<std::vector<command>>(gen_command(config));
         harness h(config);
         try {
           h.run_all(sequence);
@@ -179,6 +179,12 @@ harness_config ipc_between_processes() {  // CUDA IPC often, on two GPUs of reac
   return c;
 }
 
+harness_config dma_buf_imports() {  // exports imported, closed and released often
+  harness_config c;
+  c.dma_buf_first = true;
+  return c;
+}
+
 harness_config one_gpu_tight() {  // VRAM and BAR1 run out often
   harness_config c;
   c.ref.gpus = 1;
@@ -229,4 +235,9 @@ TEST_CASE(
 TEST_CASE("driver property: CUDA IPC exports opened copied and closed across processes",
           "[property]") {
   check_sequences(ipc_between_processes(), 9, 800, 150);
+}
+
+TEST_CASE("driver property: dma-buf exports imported by the kernel driver and released",
+          "[property]") {
+  check_sequences(dma_buf_imports(), 10, 800, 150);
 }

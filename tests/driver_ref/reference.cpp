@@ -148,6 +148,8 @@ int reference::export_range(int pid, uint64_t va, uint64_t size) {
       for (uint64_t n = a.first_page(); n <= a.last_page(); ++n) pages.insert(n);
   ref_export e;
   e.pid = pid;
+  for (uint64_t n = va / page_bytes; n <= (va + size - 1) / page_bytes; ++n)
+    e.range_frames.push_back(page(pid, n)->frame);
   for (uint64_t n : pages) {
     const ref_page* p = page(pid, n);
     e.gpu = p->gpu;
@@ -162,7 +164,51 @@ void reference::close_export(int i) {
   ref_export& e = m_exports.at(i);
   if (!e.open) return;
   e.open = false;
-  for (uint64_t f : e.frames) --m_frame_holds[e.gpu][f];
+  if (e.imports == 0)
+    for (uint64_t f : e.frames) --m_frame_holds[e.gpu][f];
+}
+
+int reference::predict_import(int i) const {
+  const ref_export& e = m_exports.at(i);
+  if (!e.open) return -EBADF;
+  std::set<uint64_t> fresh;
+  uint64_t pages = 0;
+  for (uint64_t f : e.range_frames) {
+    ++pages;
+    bool mapped = false;
+    if (m_config.share_bar1)
+      for (const auto& q : m_pins)
+        if (q.st != pin_state::ended && q.gpu == e.gpu &&
+            std::find(q.frames.begin(), q.frames.end(), f) != q.frames.end())
+          mapped = true;
+    if (!mapped) fresh.insert(f);
+  }
+  const uint64_t needed = m_config.share_bar1 ? fresh.size() : pages;
+  const uint64_t capacity = m_config.bar1_pages - m_config.bar1_reserved;
+  return needed > capacity - bar1_in_use(e.gpu) ? -ENOMEM : 0;
+}
+
+int reference::add_import(int i, int pid) {
+  ref_export& e = m_exports.at(i);
+  ++e.imports;
+  ref_pin p;
+  p.caller = p.memory_pid = pid;
+  p.ctx = -2;
+  p.gpu = e.gpu;
+  p.persistent = true;  // nothing revokes it: the exporter never moves its memory
+  p.by_kmd = true;
+  p.dma_buf = true;
+  p.frames = e.range_frames;
+  for (uint64_t f : p.frames) ++m_frame_holds[e.gpu][f];
+  m_pins.push_back(p);
+  return int(m_pins.size() - 1);
+}
+
+void reference::release_import(int pin, int i) {
+  end_pin(pin);
+  ref_export& e = m_exports.at(i);
+  if (--e.imports == 0 && !e.open)
+    for (uint64_t f : e.frames) --m_frame_holds[e.gpu][f];
 }
 
 const ref_page* reference::page(int pid, uint64_t n) const {

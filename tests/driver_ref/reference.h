@@ -133,7 +133,8 @@ struct ref_pin {
   int caller = 0, memory_pid = 0, ctx = 0, gpu = 0;
   uint64_t va = 0, length = 0;
   bool persistent = false;
-  bool by_kmd = false;  // the peer's kernel driver made it (its callback frees the table)
+  bool by_kmd = false;   // the peer's kernel driver made it (its callback frees the table)
+  bool dma_buf = false;  // not nv-p2p's: a kernel driver's map of an imported dma-buf
   callback_action action = callback_action::free_table;
   pin_state st = pin_state::live;
   std::vector<uint64_t> frames;      // per 64 KiB entry
@@ -150,8 +151,10 @@ struct ref_mapping {
 // frames of every allocation its range touched, held until its descriptor is closed.
 struct ref_export {
   int pid = 0, gpu = 0;
-  std::vector<uint64_t> frames;  // each once
-  bool open = true;              // its descriptor
+  std::vector<uint64_t> frames;        // each once
+  std::vector<uint64_t> range_frames;  // of the range's own 64 KiB pages, in order
+  bool open = true;                    // its descriptor
+  int imports = 0;  // kernel drivers' imports holding the buffer (past its descriptor's close)
 };
 
 // A callback the reference expects, in order, with the nested call it makes.
@@ -238,7 +241,14 @@ class reference {
   bool export_undecided(int pid, uint64_t va, uint64_t size) const;
   // Does it (the prediction was success): the export's index.
   int export_range(int pid, uint64_t va, uint64_t size);
-  void close_export(int e);  // its descriptor closed: its frames go
+  void close_export(int e);  // its descriptor closed: its frames go, once no import holds it
+  // A kernel driver's import of export `e` (dma_buf_get, attach, map; by its process): 0,
+  // -EBADF (its descriptor closed) or -ENOMEM (BAR1 exhausted). The map takes BAR1 pages for
+  // the range's frames, shared with pins (4.7), and is never revoked: it is a persistent pin
+  // of the kernel driver's here, made by `add_import`, ended by `release_import`.
+  int predict_import(int e) const;
+  int add_import(int e, int pid);
+  void release_import(int pin, int e);
   const ref_export& exported(int e) const { return m_exports.at(e); }
   size_t exports() const { return m_exports.size(); }
 
