@@ -67,6 +67,9 @@ enum class op : uint8_t {
   rdma_dereg,            // ibv_dereg_mr of memory region a (a deregistered one: NULL)
   rdma_access,           // a remote write (variant even) or read through region a at b, 1 +
                          // c % 512 bytes; variant % 8 == 7: up to a page past its end
+  can_access_peer,       // cuDeviceCanAccessPeer(a % (GPUs + 1), b % (GPUs + 1))
+  peer_copy,             // cuMemcpyDtoD (variant even) / cuMemcpyPeer from allocation a to
+                         // allocation b, offsets and size from c, maybe past their ends
   ipc_get,               // cuIpcGetMemHandle of allocation a at b (variant % 8 == 7: its end)
   ipc_open,              // cuIpcOpenMemHandle of handle a; variant % 8: 5 flags without bit 0,
                          // 6 more bits, 7 bytes no export has

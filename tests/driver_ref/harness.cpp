@@ -262,6 +262,12 @@ void harness::run(const command& c) {
     case op::rdma_dereg:
       rdma_dereg(c);
       break;
+    case op::can_access_peer:
+      can_access_peer(c);
+      break;
+    case op::peer_copy:
+      peer_copy(c);
+      break;
     case op::ipc_get:
       ipc_get(c);
       break;

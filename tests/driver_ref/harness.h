@@ -114,6 +114,8 @@ class harness {
   void ctx_destroy(const command& c);
   void ctx_set_current(const command& c);
   void ctx_peer_access(const command& c);
+  void can_access_peer(const command& c);  // harness_peer.cpp
+  void peer_copy(const command& c);
   static bool peer_reachable(int from, int to);
   void mem_alloc(const command& c);
   void mem_free(const command& c);

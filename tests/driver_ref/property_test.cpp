@@ -53,6 +53,8 @@ rc::Gen<op> gen_op(const harness_config& c) {
       {3, op::regcache_acquire},
       {2, op::regcache_release},
       {5 * k * k, op::ctx_peer_access},
+      {1 * k, op::can_access_peer},
+      {3 * k, op::peer_copy},
       {4 * k, op::host_memory},
       {4 * d, op::dma_buf_export},
       {2 * d, op::dma_buf_close},
