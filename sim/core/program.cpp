@@ -210,12 +210,7 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
     s.region = r.str("region", "");  // through an imported dma-buf, not the cache
     if (!s.region.empty() && !names.regions.count(s.region))
       r.fail("region", "no region '" + s.region + "' was named by an earlier dma_buf_import");
-    s.write = r.choice("op", {"write", "read"}) == "write";
-    s.count = int(r.integer("count", 1, 1'000'000, 1));
-    s.every_ns = r.time_ns("every", 0);
-    s.wait = r.boolean("wait", true);
-    s.relaxed_ordering = r.boolean("relaxed_ordering", false);
-    s.id_based_ordering = r.boolean("id_based_ordering", false);
+    detail::read_dma_options(r, s);
     s.name = r.str("name", "");
     if (!s.name.empty()) transfers.insert(s.name);
   }
@@ -229,6 +224,19 @@ step_spec read_step(const config::node_reader& r, program_names& names) {
 }
 
 }  // namespace
+
+namespace detail {
+
+void read_dma_options(const config::node_reader& r, step_spec& s) {
+  s.write = r.choice("op", {"write", "read"}) == "write";
+  s.count = int(r.integer("count", 1, 1'000'000, 1));
+  s.every_ns = r.time_ns("every", 0);
+  s.wait = r.boolean("wait", true);
+  s.relaxed_ordering = r.boolean("relaxed_ordering", false);
+  s.id_based_ordering = r.boolean("id_based_ordering", false);
+}
+
+}  // namespace detail
 
 program_spec read_program(const config::node_reader& root) {
   program_spec p;

@@ -158,15 +158,9 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
       wait_driver_time();  // without the cache, release unpins
     }
     dma_result& d = m_dmas[index];
-    d.bytes += len;
-    d.landed += log[id].landed_bytes;
-    d.failed += log[id].failed_bytes;
-    d.lost += log[id].lost_bytes;
-    d.timed_out += log[id].timed_out_bytes;
+    d.add(log[id], len);
     if (s.write && log[id].undelivered_bytes())
       d.escaped += escaped_bytes(where, pat, inv, log[id].landed_bytes);
-    if (!d.first_ps) d.first_ps = log[id].first_start_ps;
-    d.last_ps = log[id].last_land_ps;
     if (!s.write &&
         m_images.count(image_key(s.buffer))) {  // compare with what the program put there
       std::vector<uint8_t> got(len);
@@ -190,6 +184,16 @@ std::string program_runner::dma(const step_spec& s, int pid, size_t index) {
   m_dma_done.notify(SC_ZERO_TIME);
   note_dma_errors(d);
   return result;
+}
+
+void program_runner::dma_result::add(const transport::stream_record& r, uint64_t n) {
+  bytes += n;
+  landed += r.landed_bytes;
+  failed += r.failed_bytes;
+  lost += r.lost_bytes;
+  timed_out += r.timed_out_bytes;
+  if (!first_ps) first_ps = r.first_start_ps;
+  last_ps = r.last_land_ps;
 }
 
 void program_runner::note_dma_errors(const dma_result& d) {

@@ -366,13 +366,7 @@ std::string program_runner::pin_dma(const step_spec& s, int pid, size_t index) {
   engine->submit(std::move(job));
   transport::wait_until_landed(log, id);
   dma_result& d = m_dmas[index];
-  d.bytes = length;
-  d.landed = log[id].landed_bytes;
-  d.failed = log[id].failed_bytes;
-  d.lost = log[id].lost_bytes;
-  d.timed_out = log[id].timed_out_bytes;
-  d.first_ps = log[id].first_start_ps;
-  d.last_ps = log[id].last_land_ps;
+  d.add(log[id], length);  // its one repetition
   if (s.verify && log[id].undelivered_bytes() == 0) {
     // The pinned frames must now hold what the device sent (write), or the device what the
     // frames hold (read): the bytes went through the pin and nowhere else.

@@ -110,15 +110,9 @@ std::string program_runner::mr_dma(const step_spec& s, size_t index) {
     m_rdma->access_end(mr);
     m_dma_done.notify(SC_ZERO_TIME);
     dma_result& d = m_dmas[index];
-    d.bytes += len;
-    d.landed += log[id].landed_bytes;
-    d.failed += log[id].failed_bytes;
-    d.lost += log[id].lost_bytes;
-    d.timed_out += log[id].timed_out_bytes;
+    d.add(log[id], len);
     if (s.write && log[id].undelivered_bytes())
       d.escaped += escaped_bytes(where, pat, inv, log[id].landed_bytes);
-    if (!d.first_ps) d.first_ps = log[id].first_start_ps;
-    d.last_ps = log[id].last_land_ps;
     if (log[id].undelivered_bytes() == 0) d.mismatched += verify(where, len, local);
     const bool live = m_buffers.at(s.buffer).live;
     if (s.write && !live) d.into_freed += log[id].landed_bytes;

@@ -62,6 +62,9 @@ void read_mr_dma(const config::node_reader& r, step_spec& s, program_names& name
 bool is_ipc_call(const std::string& call);
 const std::set<std::string>& ipc_call_names();
 void read_ipc_step(const config::node_reader& r, step_spec& s, program_names& names);
+// What every `dma` step takes besides where it goes: op, count, every, wait and the ordering
+// attributes (program.cpp).
+void read_dma_options(const config::node_reader& r, step_spec& s);
 // A name a step gives a buffer, a copy, a stream, ...: refused if taken (at `key`).
 void claim_name(const config::node_reader& r, const std::string& key, const std::string& name,
                 const program_names& names);

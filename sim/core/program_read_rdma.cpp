@@ -58,12 +58,7 @@ void read_mr_dma(const config::node_reader& r, step_spec& s, program_names& name
   s.offset = r.size("offset", 0);  // from the region's start
   s.has_size = r.has("size");
   s.size = r.size("size", 0);  // without it: to the region's end
-  s.write = r.choice("op", {"write", "read"}) == "write";
-  s.count = int(r.integer("count", 1, 1'000'000, 1));
-  s.every_ns = r.time_ns("every", 0);
-  s.wait = r.boolean("wait", true);
-  s.relaxed_ordering = r.boolean("relaxed_ordering", false);
-  s.id_based_ordering = r.boolean("id_based_ordering", false);
+  read_dma_options(r, s);
   s.name = r.str("name", "");
   if (!s.name.empty()) {
     claim_name(r, "name", s.name, names);

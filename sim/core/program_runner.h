@@ -22,6 +22,10 @@
 #include "sim/core/result.h"
 #include "sim/core/system.h"
 
+namespace p2psim::transport {
+struct stream_record;
+}
+
 namespace p2psim::core {
 
 // "-EINVAL", "-ENOMEM", ... for a negative errno; "ok" for 0.
@@ -76,6 +80,8 @@ class program_runner : public sc_core::sc_module {
     uint64_t into_freed = 0;
     uint64_t first_ps = 0, last_ps = 0;
     bool done = false;
+    // Counts one repetition of `bytes`, whose stream `r` has landed (program_dma_steps.cpp).
+    void add(const transport::stream_record& r, uint64_t bytes);
   };
 
   void main();
