@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -118,54 +119,7 @@ child_result run_child(const litmus_spec& t, const topo::topology& topo,
   return r;
 }
 
-// The next prefix in depth-first order after a run that took `taken` out of `options`, or
-// nothing when the tree is exhausted.
-std::optional<std::vector<size_t>> next_prefix(const std::vector<size_t>& taken,
-                                               const std::vector<size_t>& options) {
-  for (size_t i = taken.size(); i-- > 0;)
-    if (taken[i] + 1 < options[i]) {
-      std::vector<size_t> p(taken.begin(), taken.begin() + long(i));
-      p.push_back(taken[i] + 1);
-      return p;
-    }
-  return std::nullopt;
-}
-
-uint64_t run_seed(uint64_t seed, uint64_t run) {  // splitmix64: independent streams per run
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (run + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 }  // namespace
-
-std::string format_choices(const std::vector<size_t>& c) {
-  size_t n = c.size();
-  while (n > 0 && c[n - 1] == 0) --n;  // trailing in-order choices are the default
-  std::string s;
-  for (size_t i = 0; i < n; ++i) {
-    if (i) s += '.';
-    s += std::to_string(c[i]);
-  }
-  return s.empty() ? "0" : s;
-}
-
-std::vector<size_t> parse_choices(const std::string& s) {
-  std::vector<size_t> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t used = 0;
-    if (!std::isdigit(static_cast<unsigned char>(s[i])))
-      throw std::invalid_argument("choices are numbers separated by dots, e.g. 0.2.1");
-    out.push_back(std::stoul(s.substr(i), &used));
-    i += used;
-    if (i < s.size() && s[i++] != '.')
-      throw std::invalid_argument("choices are numbers separated by dots, e.g. 0.2.1");
-  }
-  if (out.empty()) throw std::invalid_argument("choices are numbers separated by dots, e.g. 0.2.1");
-  return out;
-}
 
 test_result explore(const litmus_spec& t, const topo::topology& topo, const explore_options& o) {
   const auto wall0 = std::chrono::steady_clock::now();
@@ -191,30 +145,29 @@ test_result explore(const litmus_spec& t, const topo::topology& topo, const expl
   if (o.choices) {  // one run, exactly as recorded
     child_result c = run_child(t, topo, o.rules, *o.choices, std::nullopt);
     record(c);
+    res.processes = 1;
+    res.distinct = 1;
     res.simulated_ns = c.simulated_ns;
   } else {
-    // The in-order run first; it tells how large the tree of choices is.
-    child_result first = run_child(t, topo, o.rules, {}, std::nullopt);
-    record(first);
-    res.simulated_ns = first.simulated_ns;
-    double tree = 1;
-    for (size_t n : first.options) tree *= double(n);
-    if (first.error.empty() && tree <= double(budget)) {
-      auto next = next_prefix(first.taken, first.options);
-      while (next && res.runs < budget) {
-        child_result c = run_child(t, topo, o.rules, *next, std::nullopt);
-        record(c);
-        if (!c.error.empty()) break;
-        next = next_prefix(c.taken, c.options);
-      }
-      res.exhaustive = !next;
-    }
-    if (!res.exhaustive && first.error.empty())
-      for (uint64_t i = res.runs; i < budget; ++i) {
-        child_result c = run_child(t, topo, o.rules, {}, run_seed(o.seed, i));
-        record(c);
-        if (!c.error.empty()) break;
-      }
+    std::vector<child_result> made;  // every run, in the order the walk made them
+    walk_options w;
+    w.budget = budget;
+    w.seed = o.seed;
+    tree_walk walk = walk_tree(w,
+                               [&](const std::vector<size_t>& prefix,
+                                   std::optional<uint64_t> seed) -> std::optional<tree_path> {
+                                 made.push_back(run_child(t, topo, o.rules, prefix, seed));
+                                 if (!made.back().error.empty()) return std::nullopt;
+                                 return tree_path{made.back().taken, made.back().options};
+                               });
+    for (size_t i : walk.counted) record(made[i]);
+    if (walk.failed) record(made.back());  // the run that failed, whatever the walk counted
+    res.exhaustive = walk.exhaustive;
+    res.tree_estimate = walk.tree_estimate;
+    res.distinct = walk.distinct;
+    res.explored_share = walk.explored_share();
+    res.processes = made.size();
+    res.simulated_ns = made.front().simulated_ns;
   }
   switch (t.expect) {
     case expectation::forbidden:

@@ -1,8 +1,7 @@
 // Runs a litmus test many times, each run in a child process of its own (SystemC elaborates
-// once per process), and counts the outcomes. The Y/N choices are explored exhaustively,
-// depth first, when the tree of choices fits the run budget, and at random from a seed
-// otherwise. Every outcome keeps a witness: the list of choices that produced it, which
-// `--choices` replays.
+// once per process), and counts the outcomes. Which runs: sim/litmus/choice_tree.h (every
+// order when the tree of choices fits the run budget, else at random from a seed). Every
+// outcome keeps a witness: the list of choices that produced it, which `--choices` replays.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "models/pcie/ordering.h"
+#include "sim/litmus/choice_tree.h"
 #include "sim/litmus/litmus_spec.h"
 #include "sim/topology/topology.h"
 
@@ -36,6 +36,10 @@ struct test_result {
   uint64_t runs = 0, matching = 0;
   bool exhaustive = false;
   uint64_t max_decisions = 0;  // the most Y/N decisions one run made
+  double tree_estimate = 1;    // orders (paths) the test has: exact when exhaustive
+  uint64_t distinct = 0;       // different orders among the runs
+  double explored_share = 1;   // of the orders, those the runs took
+  uint64_t processes = 0;      // runs made, those that estimated the tree included
   bool passed = false;
   std::string error;  // a run that could not complete
   double wall_seconds = 0;
@@ -43,9 +47,5 @@ struct test_result {
 };
 
 test_result explore(const litmus_spec& t, const topo::topology& topo, const explore_options& o);
-
-// "0.2.1" <-> {0, 2, 1}; parse throws std::invalid_argument.
-std::string format_choices(const std::vector<size_t>& c);
-std::vector<size_t> parse_choices(const std::string& s);
 
 }  // namespace p2psim::litmus

@@ -34,6 +34,18 @@ void write_junit(const std::string& path, const std::string& suite,
     tc.append_attribute("name") = c.name.c_str();
     tc.append_attribute("file") = c.file.c_str();
     tc.append_attribute("time") = fmt::format("{:.3f}", c.result.wall_seconds).c_str();
+    // How far the runs went through the test's tree of orders, for dashboards to follow.
+    auto props = tc.append_child("properties");
+    auto prop = [&](const char* name, const std::string& value) {
+      auto p = props.append_child("property");
+      p.append_attribute("name") = name;
+      p.append_attribute("value") = value.c_str();
+    };
+    prop("runs", std::to_string(c.result.runs));
+    prop("every_order", c.result.exhaustive ? "true" : "false");
+    prop("orders_seen", std::to_string(c.result.distinct));
+    prop("orders_estimated", fmt::format("{:.0f}", c.result.tree_estimate));
+    prop("explored_share", fmt::format("{:.6g}", c.result.explored_share));
     if (!c.failure.empty()) {
       auto f = tc.append_child("failure");
       f.append_attribute("message") = c.failure.c_str();

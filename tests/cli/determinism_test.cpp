@@ -56,13 +56,14 @@ TEST_CASE("determinism: another seed changes only the data patterns", "[cli][det
 }
 
 TEST_CASE("determinism: litmus seeds explore allowed orders only", "[cli][determinism]") {
-  // NPW-NPW is a Y/N cell: with RO, 3 runs sample the orders it leaves open at random.
+  // NPW-NPW is a Y/N cell: with RO, 20 runs (of its 360 orders) sample the orders it leaves
+  // open, mostly at random; half of the orders show the allowed outcome.
   auto junit = [](uint64_t seed, const std::string& tag) {
     const std::string file = std::string(P2PSIM_BUILD_DIR) + "/determinism_" + tag + ".xml";
-    auto r = run_cli("litmus scenarios/litmus/atomic_may_pass_atomic.yaml --runs 3 --seed " +
+    auto r = run_cli("litmus scenarios/litmus/atomic_may_pass_atomic.yaml --runs 20 --seed " +
                      std::to_string(seed) + " --junit " + file);
     INFO(r.out << r.err);
-    CHECK(r.exit_code == 0);  // every outcome observed is one the rules allow
+    CHECK(r.exit_code == 0);  // the allowed outcome was among them
     std::string s = p2psim::test::read_text(file);
     for (size_t at = s.find("time=\""); at != std::string::npos; at = s.find("time=\"", at + 1))
       s.erase(at + 6, s.find('"', at + 6) - (at + 6));  // wall times: the machine's

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
 #include <pugixml.hpp>
 #include <regex>
 #include <sstream>
@@ -54,7 +55,46 @@ TEST_CASE("a litmus run is reproducible from its seed", "[cli][litmus]") {
   REQUIRE(a.exit_code == 0);
   REQUIRE(b.exit_code == 0);
   CHECK(a.out.find("(every order)") == std::string::npos);  // random runs, not exhaustive
+  // How much of the tree they took: its orders seen, the tree's estimated size, the share.
+  CHECK(std::regex_search(
+      a.out,
+      std::regex(R"(40 runs \(\d+ orders of about [0-9.]+( [kMGTP])?, (under )?[0-9.]+%\))")));
   CHECK(outcomes(a.out) == outcomes(b.out));
+}
+
+TEST_CASE(
+    "the catalogue: enough tests in every order, and the lint names those that pass by "
+    "timing alone",
+    "[cli][litmus]") {
+  // Two `allowed` tests of the GPU rules (guide 5.7) match in a run that made no choice: the
+  // copy or the RDMA write is simply not done yet when the other side looks, so no ordering
+  // rule turned off can make them fail. --lint fails them and nothing else.
+  auto r = run_cli("litmus scenarios/litmus --lint --min-exhaustive 61");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  std::smatch m;
+  REQUIRE(std::regex_search(r.out, m, std::regex(R"(failed, (\d+) in every order)")));
+  CHECK(std::stoi(m[1]) >= 61);
+  CHECK(r.out.find("--min-exhaustive asks") == std::string::npos);
+  std::vector<std::string> linted;
+  const std::regex failed_test(R"((\S+)  \([^)]*\)\n(?:  [^\n]*\n)*?  FAILED: --lint)");
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), failed_test);
+       it != std::sregex_iterator(); ++it)
+    linted.push_back((*it)[1]);
+  CHECK(linted == std::vector<std::string>{"DtoD.then-RDMA-read", "Launch.before-RDMA-lands"});
+  CHECK(std::regex_search(r.out, std::regex(R"(80 tests, 78 passed, 2 failed)")));
+}
+
+TEST_CASE("a run with fewer tests in every order than --min-exhaustive asks for fails",
+          "[cli][litmus]") {
+  auto ok = run_cli("litmus scenarios/litmus/mp_switch.yaml --min-exhaustive 1");
+  INFO(ok.out);
+  CHECK(ok.exit_code == 0);
+  auto few = run_cli("litmus scenarios/litmus/mp_switch.yaml --min-exhaustive 2");
+  INFO(few.out);
+  CHECK(few.exit_code == 1);
+  CHECK(few.out.find("FAILED: 1 tests explored in every order, --min-exhaustive asks for 2") !=
+        std::string::npos);
 }
 
 TEST_CASE("a replayed run gives the outcome its choices were printed with", "[cli][litmus]") {
@@ -86,6 +126,17 @@ TEST_CASE("a failed expectation exits 1 and is a JUnit failure", "[cli][litmus]"
     }
   }
   CHECK(failed == 1);
+  // Each case says how far its runs went through its tree of orders.
+  for (auto tc : suite.children("testcase")) {
+    std::map<std::string, std::string> props;
+    for (auto p : tc.child("properties").children("property"))
+      props[p.attribute("name").value()] = p.attribute("value").value();
+    INFO(tc.attribute("name").value());
+    CHECK(props.at("every_order") == "true");
+    CHECK(props.at("explored_share") == "1");
+    CHECK(props.at("orders_seen") == props.at("orders_estimated"));
+    CHECK(props.at("orders_seen") == props.at("runs"));
+  }
 }
 
 TEST_CASE("every ordering rule is needed: turning it off fails a litmus test",

@@ -44,6 +44,8 @@ struct litmus_args {
   std::string choices;
   bool fail_fast = false;
   bool list_rules = false;
+  bool lint = false;
+  int min_exhaustive = 0;
 };
 
 struct bar1_args {
