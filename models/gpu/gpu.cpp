@@ -34,6 +34,7 @@ gpu::gpu(sc_module_name name, const gpu_params& p, transport::tlp_pool& pool,
   m_vram_port.on_store([this](uint64_t offset, std::span<const uint8_t> data) {
     m_visibility.landing(offset, data);
   });
+  m_visibility.set_rules(&order.rules);  // the fabric's: it outlives the GPU
 }
 
 void gpu::receive(int, tlm::tlm_generic_payload& gp) {

@@ -20,8 +20,9 @@ rdma_visibility::rdma_visibility(memory::backing_store& vram, writes_ordering o,
 
 void rdma_visibility::landing(uint64_t offset, std::span<const uint8_t> data) {
   // The ordering attribute names the consumers that see RDMA writes in order by themselves.
-  const bool owner_pending = m_ordering == writes_ordering::none;
-  const bool peer_pending = m_ordering != writes_ordering::all_devices;
+  const bool covers = in_force(pcie::order_rule::gpu_writes_ordering);
+  const bool owner_pending = m_ordering == writes_ordering::none || !covers;
+  const bool peer_pending = m_ordering != writes_ordering::all_devices || !covers;
   if (!m_observed || !peer_pending || data.empty()) return;
   ++m_stats.landed_pending;
   record fresh;
@@ -116,13 +117,14 @@ void rdma_visibility::kernel_write(uint64_t offset, std::span<const uint8_t> dat
 
 void rdma_visibility::cpu_sync() {
   ++m_stats.syncs;
+  if (!in_force(pcie::order_rule::gpu_cpu_sync)) return;
   m_sectors.clear();
   m_pending = 0;
 }
 
 void rdma_visibility::flush(writes_ordering scope) {
   ++m_stats.flushes;
-  if (scope == writes_ordering::none) return;
+  if (scope == writes_ordering::none || !in_force(pcie::order_rule::gpu_flush)) return;
   for (auto it = m_sectors.begin(); it != m_sectors.end();) {
     for (record& r : it->second) {
       r.seen[size_t(consumer::owner)] = sight::visible;

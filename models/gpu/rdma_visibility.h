@@ -22,6 +22,7 @@
 #include "models/gpu/gpu_spec.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/choices.h"
+#include "models/pcie/ordering.h"
 
 namespace p2psim::gpu {
 
@@ -37,6 +38,9 @@ class rdma_visibility {
   rdma_visibility(memory::backing_store& vram, writes_ordering o,
                   pcie::choice_source* choices = nullptr);
   void set_choices(pcie::choice_source* choices) { m_choices = choices; }
+  // The rules in force (not owned; nullptr: all of them): a litmus mutation turns one of
+  // GPU:writes-ordering, GPU:cpu-sync, GPU:flush off.
+  void set_rules(const pcie::ordering_rules* rules) { m_rules = rules; }
   writes_ordering ordering() const { return m_ordering; }
   // Whether any kernel may read this GPU's memory while RDMA writes land. Until one is
   // declared (a litmus test's kernel agents do), nothing could see a stale byte, so landings
@@ -91,6 +95,8 @@ class rdma_visibility {
   memory::backing_store& m_vram;
   writes_ordering m_ordering;
   pcie::choice_source* m_choices;
+  const pcie::ordering_rules* m_rules = nullptr;
+  bool in_force(pcie::order_rule r) const { return !m_rules || m_rules->enabled(r); }
   bool m_observed = false;
   sector_map m_sectors;  // by sector index; no empty sectors
   size_t m_pending = 0;

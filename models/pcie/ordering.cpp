@@ -57,6 +57,20 @@ const std::vector<rule_info>& ordering_rule_catalogue() {
        "a completion must be able to pass a non-posted write (deadlock avoidance)"},
       {order_rule::cpl_cpl_same_txn, "Cpl-Cpl:same-txn",
        "completions of one request stay in address order"},
+      {order_rule::gpu_writes_ordering, "GPU:writes-ordering",
+       "kernels the WRITES_ORDERING attribute covers see RDMA writes as they land (guide 5.7)"},
+      {order_rule::gpu_cpu_sync, "GPU:cpu-sync",
+       "a CPU-initiated CUDA submission or synchronization makes landed RDMA writes visible to "
+       "kernels (guide 5.7)"},
+      {order_rule::gpu_flush, "GPU:flush",
+       "cuFlushGPUDirectRDMAWrites makes landed RDMA writes visible within its scope (guide "
+       "5.7)"},
+      {order_rule::cuda_sync_memops, "CUDA:SYNC_MEMOPS",
+       "a synchronous copy to or from memory with SYNC_MEMOPS is complete when the call "
+       "returns (guide 5.7)"},
+      {order_rule::cuda_stream_order, "CUDA:stream-order",
+       "a copy is complete before the next work on its stream starts, and when the stream or "
+       "context is synchronized"},
   };
   return rules;
 }

@@ -41,8 +41,17 @@ enum class order_rule : uint8_t {
   cpl_npr,           // "Cpl-NPR": a completion must be able to pass a read request
   cpl_npw,           // "Cpl-NPW": ... and a non-posted write
   cpl_cpl_same_txn,  // "Cpl-Cpl:same-txn": completions of one request stay in address order
+  // What GPU kernels and CUDA calls may observe (GPUDirect RDMA guide 5.7), named beside the
+  // table so that one mutation switch reaches both; the GPU and CUDA models consult them.
+  gpu_writes_ordering,  // "GPU:writes-ordering": the attribute's consumers see RDMA writes in order
+  gpu_cpu_sync,         // "GPU:cpu-sync": a CPU-initiated submission or sync shows landed writes
+  gpu_flush,            // "GPU:flush": cuFlushGPUDirectRDMAWrites shows them within its scope
+  cuda_sync_memops,     // "CUDA:SYNC_MEMOPS": a synchronous copy with it is complete on return
+  cuda_stream_order,    // "CUDA:stream-order": a copy is complete before the stream goes on
   count
 };
+// The first rule that is not a cell of the PCIe table.
+inline constexpr order_rule first_gpu_rule = order_rule::gpu_writes_ordering;
 
 struct rule_info {
   order_rule id;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -137,7 +138,8 @@ void copy_engine_executor::note_undelivered(const cuda::copy_request& r, uint64_
       kind, r.bytes, m_gpus.at(engine_gpu(r))->basename(), bytes));
 }
 
-void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<uint8_t>& staged) {
+void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<uint8_t>& staged,
+                               bool returned_early) {
   using cuda::copy_kind;
   if (r.kind != copy_kind::device_to_device && r.host_pinned) {
     pinned_copy(r);
@@ -200,10 +202,66 @@ void copy_engine_executor::run(const cuda::copy_request& r, const std::vector<ui
     spend(src.params().copy_within_start_ns);
     const double gbs = src.params().vram_copy_gbs();
     if (gbs > 0) wait(sc_time(r.bytes / gbs, SC_NS));
-    for (size_t i = 0; i < r.segments.size(); ++i) dst.vram().write(r.segments[i].dst, bytes[i]);
+    land_within(dst, r, bytes, returned_early);
   }
   ++m_copies;
   m_bytes += r.bytes;
+}
+
+void copy_engine_executor::land_within(gpu::gpu& dst, const cuda::copy_request& r,
+                                       const std::vector<std::vector<uint8_t>>& bytes,
+                                       bool returned_early) {
+  pcie::choice_source* choices = m_sys.order().choices;
+  if (!returned_early || !choices) {
+    for (size_t i = 0; i < r.segments.size(); ++i) dst.vram().write(r.segments[i].dst, bytes[i]);
+    return;
+  }
+  // Up to four pieces of whole 32-byte sectors, in copy order; alternative k leaves the last
+  // k of them deferred (0: all landed, as timed).
+  constexpr uint64_t sector = 32, most_pieces = 4;
+  const uint64_t sectors = (r.bytes + sector - 1) / sector;
+  const uint64_t pieces = std::min(most_pieces, sectors);
+  const uint64_t piece_bytes = (sectors + pieces - 1) / pieces * sector;
+  const uint64_t deferred = choices->pick(pieces + 1);
+  const uint64_t landed_bytes = std::min(r.bytes, (pieces - deferred) * piece_bytes);
+  uint64_t at = 0;  // bytes of the copy before this segment
+  for (size_t i = 0; i < r.segments.size(); ++i) {
+    const auto& seg = r.segments[i];
+    const uint64_t now = landed_bytes > at ? std::min(seg.bytes, landed_bytes - at) : 0;
+    if (now) dst.vram().write(seg.dst, std::span(bytes[i]).first(now));
+    if (now < seg.bytes)
+      m_deferred.push_back({{r.pid, r.ctx, r.stream},
+                            &dst,
+                            seg.dst + now,
+                            std::vector<uint8_t>(bytes[i].begin() + long(now), bytes[i].end())});
+    at += seg.bytes;
+  }
+}
+
+void copy_engine_executor::land_deferred(const cuda::sync_request* scope) {
+  std::erase_if(m_deferred, [&](deferred_bytes& d) {
+    auto [pid, ctx, stream] = d.stream;
+    if (scope && !(pid == scope->pid && ctx == scope->ctx &&
+                   (scope->whole_context || stream == scope->stream)))
+      return false;
+    d.gpu->vram().write(d.offset, d.bytes);
+    return true;
+  });
+}
+
+void copy_engine_executor::stream_goes_on(const cuda::sync_request& scope) {
+  if (m_sys.order().rules.enabled(pcie::order_rule::cuda_stream_order)) land_deferred(&scope);
+}
+
+bool copy_engine_executor::complete_on_return(const cuda::copy_request& r) const {
+  if (r.async || m_sys.order().rules.enabled(pcie::order_rule::cuda_sync_memops))
+    return r.complete_on_return;
+  // Without the rule, a synchronous copy completes on return only for what is not SYNC_MEMOPS
+  // (copy_request::complete_on_return): into or out of page-locked memory, or into pageable
+  // memory.
+  using cuda::copy_kind;
+  return r.kind == copy_kind::device_to_host ||
+         (r.kind == copy_kind::host_to_device && r.host_pinned);
 }
 
 // The CUDA driver pinned the memory's pages when it was allocated or registered, and kept
@@ -295,11 +353,13 @@ void copy_engine_executor::copy(const cuda::copy_request& r) {
   const uint64_t ticket = q.issued++;
   // From the doorbell: the engine fetches the copy while the copies ahead of it on the stream
   // run, so it starts at the later of its launch and their completion.
-  auto body = [this, r, staged, ticket, key, index, gpu, &engine] {
+  const bool complete = complete_on_return(r);
+  auto body = [this, r, staged, ticket, key, index, gpu, &engine, complete] {
     spend(engine.copy_launch_ns);
     while (m_queues[key].finished != ticket) wait(m_progress);  // stream order
+    stream_goes_on({r.pid, r.ctx, r.stream, false});            // the copies before it are complete
     engine_lane* lane = take_lane(gpu, r.kind, key, engine);
-    run(r, staged);
+    run(r, staged, !complete);
     spend(engine.copy_completion_ns);
     m_times[index].complete_ps = transport::now_ps();
     ++m_queues[key].finished;
@@ -310,7 +370,7 @@ void copy_engine_executor::copy(const cuda::copy_request& r) {
     }
     m_progress.notify(SC_ZERO_TIME);
   };
-  if (r.complete_on_return) {
+  if (complete) {
     body();
     spend(engine.copy_sync_return_ns);
   } else {
@@ -349,6 +409,7 @@ copy_engine_executor::engine_lane* copy_engine_executor::take_lane(int gpu, cuda
 
 void copy_engine_executor::drain() {
   while (first_pending(nullptr)) wait(m_progress);
+  land_deferred(nullptr);
 }
 
 void copy_engine_executor::synchronize(const cuda::sync_request& r) {
@@ -359,6 +420,7 @@ void copy_engine_executor::synchronize(const cuda::sync_request& r) {
     wait(m_progress);
   }
   if (waited_on >= 0) spend(m_gpus.at(waited_on)->params().copy_sync_return_ns);
+  stream_goes_on(r);  // synchronized: complete
 }
 
 }  // namespace p2psim::core

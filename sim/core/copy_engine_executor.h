@@ -42,8 +42,11 @@ class copy_engine_executor final : public cuda::copy_executor {
     uint64_t call_ps = 0, return_ps = 0, complete_ps = 0;
     std::string engine, host;  // the GPU whose engine ran it, and that GPU's socket
   };
-  // Returns once every copy issued so far has completed.
+  // Returns once every copy issued so far has completed (and lands what is deferred).
   void drain();
+  // Work on `scope`'s streams goes on (a kernel launch): copies queued on them before it are
+  // complete for it (CUDA:stream-order), the bytes a litmus choice deferred included.
+  void stream_goes_on(const cuda::sync_request& scope);
   const std::vector<copy_times>& times() const { return m_times; }
 
  private:
@@ -79,7 +82,26 @@ class copy_engine_executor final : public cuda::copy_executor {
     sc_core::sc_event& m_freed;
   };
   sc_core::sc_event m_staging_freed;  // a staging buffer was given back
-  void run(const cuda::copy_request& r, const std::vector<uint8_t>& staged);
+  // `returned_early`: the call returned before the copy completed (guide 5.7).
+  void run(const cuda::copy_request& r, const std::vector<uint8_t>& staged, bool returned_early);
+  // Whether the call returns once the copy is complete: the CUDA model's answer, less
+  // SYNC_MEMOPS's part when a litmus mutation turned CUDA:SYNC_MEMOPS off.
+  bool complete_on_return(const cuda::copy_request& r) const;
+  // A copy within one GPU that returned early, explored (a litmus run): how much of it has
+  // landed when its engine is done is a choice (none of it, a part from its start, all), the
+  // rest lands when its stream goes on or is synchronized. Without a choice source all of it
+  // lands then.
+  void land_within(gpu::gpu& dst, const cuda::copy_request& r,
+                   const std::vector<std::vector<uint8_t>>& bytes, bool returned_early);
+  struct deferred_bytes {
+    stream_key stream;
+    gpu::gpu* gpu = nullptr;
+    uint64_t offset = 0;  // in its VRAM
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<deferred_bytes> m_deferred;
+  // Lands the deferred bytes of the streams in `scope` (every stream when null).
+  void land_deferred(const cuda::sync_request* scope);
   // Between two GPUs with peer access: the source GPU's engine writes into the destination's
   // VRAM through its BAR1, a window of the BAR1 space the driver keeps (bar1_reserved) mapped
   // at a time.

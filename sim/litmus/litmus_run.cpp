@@ -369,7 +369,12 @@ class harness : public sc_module {
           const agent_spec& b = *m_t.find_agent(o.agent);
           // A kernel launch is a CPU-initiated work submission: RDMA writes that have landed
           // on its GPU become visible to it (guide 5.7).
-          if (b.kind == agent_kind::kernel) m_sys.find_gpu(b.device)->visibility().cpu_sync();
+          if (b.kind == agent_kind::kernel) {
+            m_sys.find_gpu(b.device)->visibility().cpu_sync();
+            // On the context's NULL stream: the copies queued there before it are complete.
+            if (auto c = m_ctx.find(a.context); c != m_ctx.end())
+              m_copies->stream_goes_on({litmus_pid, c->second, nullptr, false});
+          }
           m_start.at(b.name)->notify(SC_ZERO_TIME);
           break;
         }

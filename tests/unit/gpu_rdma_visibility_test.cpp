@@ -262,3 +262,36 @@ TEST_CASE("rdma visibility: without kernels that observe nothing is recorded",
   land(v, vram, 8192, bytes(64, 4));
   CHECK(v.pending() == 2);
 }
+
+TEST_CASE("rdma visibility: each GPU rule turned off changes what a kernel may see",
+          "[gpu][visibility][mutation]") {
+  // The rules a litmus mutation turns off (p2psim litmus --mutate): with GPU:writes-ordering
+  // off the attribute covers nobody; with GPU:cpu-sync off a CPU sync shows nothing; with
+  // GPU:flush off a flush shows nothing. The kernel is scripted to miss the sector (choice 1).
+  memory::backing_store vram(1 << 20);
+  auto hidden_after = [&](writes_ordering o, pcie::order_rule off, auto&& between) {
+    rdma_visibility v(vram, o);
+    v.set_kernels_observe(true);
+    pcie::ordering_rules rules;
+    rules.disable(off);
+    v.set_rules(&rules);
+    vram.write(0, bytes(32, 0));
+    land(v, vram, 0, bytes(32, 9));
+    between(v);
+    scripted s(v, {1});
+    return kread(v, 0, 32, consumer::owner) != bytes(32, 9);
+  };
+  auto nothing = [](rdma_visibility&) {};
+  // All rules in force (a rule that is not about this case turned off): the owner's kernel sees
+  // the write under `owner`, after a CPU sync, after a flush to the owner.
+  CHECK_FALSE(hidden_after(writes_ordering::owner, pcie::order_rule::p_p, nothing));
+  CHECK(hidden_after(writes_ordering::owner, pcie::order_rule::gpu_writes_ordering, nothing));
+  CHECK_FALSE(hidden_after(writes_ordering::none, pcie::order_rule::p_p,
+                           [](rdma_visibility& v) { v.cpu_sync(); }));
+  CHECK(hidden_after(writes_ordering::none, pcie::order_rule::gpu_cpu_sync,
+                     [](rdma_visibility& v) { v.cpu_sync(); }));
+  CHECK_FALSE(hidden_after(writes_ordering::none, pcie::order_rule::p_p,
+                           [](rdma_visibility& v) { v.flush(writes_ordering::owner); }));
+  CHECK(hidden_after(writes_ordering::none, pcie::order_rule::gpu_flush,
+                     [](rdma_visibility& v) { v.flush(writes_ordering::owner); }));
+}
