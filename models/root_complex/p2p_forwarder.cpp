@@ -150,6 +150,11 @@ void p2p_forwarder::issue_reads() {
       h.length = uint32_t(stop - r->next_issue);
       h.requester_id = m_ports.own_id();
       h.attrs = r->orig.attrs;
+      // Not IDO: it lets a request pass TLPs of other requesters, and under the root complex's
+      // ID the read would pass the writes its own requester sent before it, which the root
+      // complex forwards under theirs (PCIe Base 2.4.1: a read must not pass its requester's
+      // earlier writes; litmus RAW+IDO on single_rc and cross_qpi saw it stale).
+      h.attrs.id_based_ordering = false;
       uint16_t slot = m_tags.acquire();
       h.tag = uint16_t(m_tag_base + slot);
       sub_read& sub = m_subs[slot];

@@ -284,18 +284,33 @@ litmus_spec load_litmus(const std::string& path) {
   config::document doc = config::document::load(path);
   config::node_reader r = doc.root();
   reject_unknown(r, {"name", "description", "spec", "topology", "set", "locations", "agents",
-                     "condition", "expect", "runs", "variants"});
+                     "condition", "expect", "runs", "variants", "also_on"});
   litmus_spec t;
   t.file = path;
   t.loc = r.loc();
   t.name = r.str("name", fs::path(path).stem().string());
   t.description = r.str("description", "");
   t.spec = r.str("spec", "");
-  fs::path topo(r.str("topology"));
-  if (!topo.is_absolute()) topo = fs::path(path).parent_path() / topo;
-  t.topology = topo.lexically_normal().string();
-  std::error_code ec;  // a name the file system cannot take (too long, say) is no file either
-  if (!fs::is_regular_file(t.topology, ec)) r.fail("topology", "no topology file " + t.topology);
+  auto topology_file = [&](const std::string& given, const char* key) {
+    fs::path topo(given);
+    if (!topo.is_absolute()) topo = fs::path(path).parent_path() / topo;
+    std::string file = topo.lexically_normal().string();
+    std::error_code ec;  // a name the file system cannot take (too long, say) is no file either
+    if (!fs::is_regular_file(file, ec)) r.fail(key, "no topology file " + file);
+    return file;
+  };
+  t.topology = topology_file(r.str("topology"), "topology");
+  if (r.has("also_on"))
+    for (const auto& more : r.string_list("also_on")) {
+      t.also_on.push_back(topology_file(more, "also_on"));
+      const std::string stem = fs::path(t.also_on.back()).stem().string();
+      for (size_t i = 0; i + 1 < t.also_on.size(); ++i)
+        if (fs::path(t.also_on[i]).stem() == stem)
+          r.fail("also_on",
+                 "two topologies named '" + stem + "' (the tests' names tell them apart by it)");
+      if (fs::path(t.topology).stem() == stem)
+        r.fail("also_on", "'" + stem + "' is the test's own topology");
+    }
   const std::vector<std::string> sets =
       r.has("set") ? r.string_list("set") : std::vector<std::string>{};
   for (size_t i = 0; i < sets.size(); ++i) {
@@ -350,6 +365,7 @@ litmus_spec load_litmus(const std::string& path) {
 std::vector<litmus_spec> with_variants(const litmus_spec& t) {
   std::vector<litmus_spec> out{t};
   out.front().variants.clear();
+  out.front().also_on.clear();
   for (variant v : t.variants) {
     litmus_spec c = out.front();
     c.name += std::string("+") + to_string(v);
@@ -365,6 +381,15 @@ std::vector<litmus_spec> with_variants(const litmus_spec& t) {
     }
     out.push_back(std::move(c));
   }
+  const size_t on_own = out.size();
+  for (const auto& topology : t.also_on)
+    for (size_t i = 0; i < on_own; ++i) {
+      litmus_spec c = out[i];
+      c.topology = topology;
+      c.name += '@';
+      c.name += fs::path(topology).stem().string();
+      out.push_back(std::move(c));
+    }
   return out;
 }
 

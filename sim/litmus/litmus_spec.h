@@ -99,6 +99,10 @@ struct litmus_spec {
   expectation expect = expectation::forbidden;
   int runs = 0;  // the test's own run budget (0: the command's --runs)
   std::vector<variant> variants;
+  // More topologies the test runs on, each as a test of its own named "NAME@STEM" (the file's
+  // stem): the same question on another of the guide's topology classes. Paths resolved like
+  // `topology`.
+  std::vector<std::string> also_on;
   config::source_loc loc;
 
   const location_spec* find_location(const std::string& n) const;
@@ -110,7 +114,8 @@ struct litmus_spec {
 // condition's names). Errors are config::error with file:line:col and the key.
 litmus_spec load_litmus(const std::string& path);
 
-// The test as written, then one copy per variant (named "NAME+RO", "NAME+IDO").
+// The test as written, then one copy per variant (named "NAME+RO", "NAME+IDO"); then the same
+// on each topology of `also_on` ("NAME@STEM", "NAME+RO@STEM", ...).
 std::vector<litmus_spec> with_variants(const litmus_spec& t);
 
 }  // namespace p2psim::litmus

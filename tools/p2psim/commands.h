@@ -46,6 +46,7 @@ struct litmus_args {
   bool list_rules = false;
   bool lint = false;
   int min_exhaustive = 0;
+  bool mutation_score = false;
 };
 
 struct bar1_args {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include "sim/litmus/junit.h"
 #include "sim/litmus/litmus_run.h"
 #include "sim/litmus/litmus_spec.h"
+#include "sim/litmus/mutation_score.h"
 #include "sim/topology/topology_loader.h"
 #include "tools/p2psim/commands.h"
 
@@ -39,6 +41,9 @@ void add_litmus(CLI::App& app, litmus_args& a) {
   c->add_option("--min-exhaustive", a.min_exhaustive,
                 "Fail unless at least this many tests were explored in every order")
       ->check(CLI::NonNegativeNumber);
+  c->add_flag("--mutation-score", a.mutation_score,
+              "Turn each rule off in turn (or only --mutate's) and report the tests that fail, "
+              "and on how many topology classes; exit 1 when a rule is killed by none");
 }
 
 namespace {
@@ -117,6 +122,52 @@ std::string failure(const litmus::litmus_spec& t, const litmus::test_result& r, 
   return fmt::format("required outcome missing in {} of {} runs", r.runs - r.matching, r.runs);
 }
 
+// Every rule (or `only`) turned off in turn over the tests, until two tests on two topology
+// classes fail (sim/litmus/mutation_score.h).
+int mutation_score(const std::vector<litmus::litmus_spec>& tests,
+                   const std::vector<topo::topology>& topologies, const litmus_args& a,
+                   std::optional<pcie::order_rule> only) {
+  std::vector<int> cls;
+  for (size_t i = 0; i < tests.size(); ++i)
+    cls.push_back(litmus::test_topology_class(tests[i], topologies[i]));
+  size_t rules = 0, killed = 0, covered = 0;
+  for (const auto& rule : pcie::ordering_rule_catalogue()) {
+    if (only && rule.id != *only) continue;
+    litmus::explore_options opt;
+    opt.runs = a.runs;
+    opt.seed = a.seed;
+    opt.rules.disable(rule.id);
+    litmus::rule_kills k{rule.name, {}, {}};
+    for (size_t i = 0; i < tests.size() && !k.covered(); ++i) {
+      const litmus::test_result r = litmus::explore(tests[i], topologies[i], opt);
+      if (failure(tests[i], r, false).empty()) continue;
+      k.tests.push_back(tests[i].name);
+      k.classes.insert(cls[i]);
+    }
+    ++rules;
+    killed += k.killed();
+    covered += k.covered();
+    std::string classes;
+    for (int c : k.classes) classes += (classes.empty() ? "" : ", ") + std::to_string(c);
+    std::string names;
+    for (const auto& n : k.tests) names += (names.empty() ? "" : ", ") + n;
+    std::cout << fmt::format("{:<20} {:<8} {}\n", rule.name,
+                             k.covered()  ? "covered"
+                             : k.killed() ? "killed"
+                                          : "SURVIVED",
+                             k.killed()
+                                 ? fmt::format("by {} ({} {}, class {})", names, k.tests.size(),
+                                               k.tests.size() == 1 ? "test" : "tests", classes)
+                                 : "no test fails without it")
+              << std::flush;
+  }
+  std::cout << fmt::format(
+      "mutation score: {} of {} rules killed ({:.0f}%), {} by two tests on two topology "
+      "classes\n",
+      killed, rules, rules ? 100.0 * double(killed) / double(rules) : 0.0, covered);
+  return killed == rules ? 0 : 1;
+}
+
 }  // namespace
 
 int litmus_command(const litmus_args& a) {
@@ -136,7 +187,7 @@ int litmus_command(const litmus_args& a) {
       throw config::error({"--mutate " + a.mutate, 0, 0}, "",
                           "no ordering rule named '" + a.mutate + "' (one of: " + names + ")");
     }
-    opt.rules.disable(*rule);
+    if (!a.mutation_score) opt.rules.disable(*rule);
   }
   opt.runs = a.runs;
   opt.seed = a.seed;
@@ -163,6 +214,9 @@ int litmus_command(const litmus_args& a) {
       tests.push_back(std::move(t));
     }
   }
+  if (a.mutation_score)
+    return mutation_score(tests, topologies, a,
+                          a.mutate.empty() ? std::nullopt : pcie::ordering_rule_by_name(a.mutate));
   std::vector<litmus::junit_case> cases;
   size_t failed = 0, exhaustive = 0;
   uint64_t runs = 0;
