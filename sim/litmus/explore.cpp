@@ -1,8 +1,5 @@
 #include "sim/litmus/explore.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -14,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/pcie/order_policy.h"
+#include "sim/litmus/in_child.h"
 #include "sim/litmus/litmus_run.h"
 
 namespace p2psim::litmus {
@@ -55,15 +53,7 @@ struct child_result {
 child_result run_child(const litmus_spec& t, const topo::topology& topo,
                        const pcie::ordering_rules& rules, const std::vector<size_t>& prefix,
                        std::optional<uint64_t> seed) {
-  int fd[2];
-  if (pipe(fd) != 0) throw std::runtime_error("pipe failed");
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    close(fd[0]);
+  const child_output out = in_child([&] {
     json j;
     try {
       recording_choices src(prefix, seed);
@@ -86,29 +76,14 @@ child_result run_child(const litmus_spec& t, const topo::topology& topo,
     } catch (const std::exception& e) {
       j["error"] = e.what();
     }
-    std::string text = j.dump();
-    for (size_t off = 0; off < text.size();) {
-      ssize_t n = write(fd[1], text.data() + off, text.size() - off);
-      if (n <= 0) break;
-      off += size_t(n);
-    }
-    close(fd[1]);
-    _exit(0);
-  }
-  close(fd[1]);
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
-  close(fd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+    return j.dump();
+  });
   child_result r;
-  if (!WIFEXITED(status) || text.empty()) {
-    r.error = WIFSIGNALED(status) ? fmt::format("the run crashed (signal {})", WTERMSIG(status))
-                                  : "the run ended without a result";
+  if (!out.error.empty()) {
+    r.error = out.error;
     return r;
   }
-  json j = json::parse(text);
+  json j = json::parse(out.text);
   r.error = j.value("error", "");
   if (!r.error.empty()) return r;
   r.key = j["key"];

@@ -440,15 +440,7 @@ run_outcome run_once(const litmus_spec& t, const topo::topology& topo,
 }
 
 std::string outcome_key(const litmus_spec& t, const run_outcome& o) {
-  std::string s;
-  auto add = [&](const std::string& n) {
-    auto it = o.values.find(n);
-    if (it == o.values.end()) return;
-    s += (s.empty() ? "" : " ") + n + "=" + it->second.str();
-  };
-  for (const auto& r : t.registers()) add(r);
-  for (const auto& l : t.locations) add(l.name);
-  return s;
+  return outcome_key(t, o.values);
 }
 
 }  // namespace p2psim::litmus

@@ -52,6 +52,21 @@ const agent_spec* litmus_spec::find_agent(const std::string& n) const {
   return nullptr;
 }
 
+std::string outcome_key(const litmus_spec& t, const std::map<std::string, value>& values) {
+  std::string s;
+  auto add = [&](const std::string& n) {
+    auto it = values.find(n);
+    if (it == values.end()) return;
+    if (!s.empty()) s += ' ';
+    s += n;
+    s += '=';
+    s += it->second.str();
+  };
+  for (const auto& r : t.registers()) add(r);
+  for (const auto& l : t.locations) add(l.name);
+  return s;
+}
+
 std::vector<std::string> litmus_spec::registers() const {
   std::vector<std::string> out;
   for (const auto& a : agents)
@@ -283,14 +298,15 @@ void check_names(const litmus_spec& t, const config::node_reader& root) {
 litmus_spec load_litmus(const std::string& path) {
   config::document doc = config::document::load(path);
   config::node_reader r = doc.root();
-  reject_unknown(r, {"name", "description", "spec", "topology", "set", "locations", "agents",
-                     "condition", "expect", "runs", "variants", "also_on"});
+  reject_unknown(r, {"name", "description", "spec", "timing", "topology", "set", "locations",
+                     "agents", "condition", "expect", "runs", "variants", "also_on"});
   litmus_spec t;
   t.file = path;
   t.loc = r.loc();
   t.name = r.str("name", fs::path(path).stem().string());
   t.description = r.str("description", "");
   t.spec = r.str("spec", "");
+  t.timing = r.str("timing", "");
   auto topology_file = [&](const std::string& given, const char* key) {
     fs::path topo(given);
     if (!topo.is_absolute()) topo = fs::path(path).parent_path() / topo;

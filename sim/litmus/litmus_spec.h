@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,8 +91,11 @@ struct litmus_spec {
   std::string name;
   std::string file;
   std::string description;
-  std::string spec;      // the rule it checks: spec section / table cell
-  std::string topology;  // path, resolved against the test's folder
+  std::string spec;  // the rule it checks: spec section / table cell
+  // The premise about time the expectation rests on, where the spec alone would allow more
+  // (the reference model, which has no time, then does not hold the expectation to it).
+  std::string timing;
+  std::string topology;                              // path, resolved against the test's folder
   std::vector<config::override_spec> topology_sets;  // `set:` items, like --set
   std::vector<location_spec> locations;
   std::vector<agent_spec> agents;
@@ -109,6 +113,9 @@ struct litmus_spec {
   const agent_spec* find_agent(const std::string& n) const;
   std::vector<std::string> registers() const;  // in order of first appearance
 };
+
+// "r0=1 r1=0 flag=1": an outcome's values in a fixed order (registers, then locations).
+std::string outcome_key(const litmus_spec& t, const std::map<std::string, value>& values);
 
 // Reads and checks a litmus file (names, kinds, which agent may touch which memory, the
 // condition's names). Errors are config::error with file:line:col and the key.

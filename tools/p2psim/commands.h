@@ -47,6 +47,8 @@ struct litmus_args {
   bool lint = false;
   int min_exhaustive = 0;
   bool mutation_score = false;
+  bool no_model = false;  // skip the reference model check
+  std::string explain;    // an outcome to explain by the reference model, or "condition"
 };
 
 struct bar1_args {

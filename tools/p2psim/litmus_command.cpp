@@ -7,14 +7,17 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "models/pcie/ordering.h"
 #include "sim/config/error.h"
 #include "sim/litmus/explore.h"
+#include "sim/litmus/in_child.h"
 #include "sim/litmus/junit.h"
 #include "sim/litmus/litmus_run.h"
 #include "sim/litmus/litmus_spec.h"
 #include "sim/litmus/mutation_score.h"
+#include "sim/litmus/reference/reference_model.h"
 #include "sim/topology/topology_loader.h"
 #include "tools/p2psim/commands.h"
 
@@ -41,6 +44,13 @@ void add_litmus(CLI::App& app, litmus_args& a) {
   c->add_option("--min-exhaustive", a.min_exhaustive,
                 "Fail unless at least this many tests were explored in every order")
       ->check(CLI::NonNegativeNumber);
+  c->add_option("--explain", a.explain,
+                "Explain an outcome by the reference model (\"f=1 d=0\", or `condition` for "
+                "those the condition names): an execution that gives it and the rules it takes, "
+                "or the rules that forbid it");
+  c->add_flag("--no-model", a.no_model,
+              "Do not hold the runs to the reference model (docs/formats-litmus.md, \"The "
+              "reference model\")");
   c->add_flag("--mutation-score", a.mutation_score,
               "Turn each rule off in turn (or only --mutate's) and report the tests that fail, "
               "and on how many topology classes; exit 1 when a rule is killed by none");
@@ -120,6 +130,115 @@ std::string failure(const litmus::litmus_spec& t, const litmus::test_result& r, 
       break;
   }
   return fmt::format("required outcome missing in {} of {} runs", r.runs - r.matching, r.runs);
+}
+
+struct model_check {
+  std::string text, failure;
+};
+
+// The test against the reference model: its verdict on the expectation, and every outcome the
+// runs saw among those it allows (soundness); which allowed outcomes no run reached
+// (completeness).
+model_check model_verdict(const litmus::litmus_spec& t, const topo::topology& topo,
+                          const litmus::test_result& r) {
+  model_check c;
+  const litmus::reference::model_result m = litmus::reference::enumerate(t, topo, {});
+  if (!m.error.empty()) {
+    c.text = "  model: not enumerated: " + m.error + "\n";
+    return c;
+  }
+  // A run's key names the agents that never finished after the values; the model's does not.
+  auto values = [](const std::string& key) { return key.substr(0, key.find(" [not finished")); };
+  std::vector<std::string> outside, unreached;
+  for (const auto& o : r.outcomes)
+    if (!m.outcomes.count(values(o.key))) outside.push_back(o.key);
+  for (const auto& [key, o] : m.outcomes) {
+    bool seen = false;
+    for (const auto& x : r.outcomes) seen |= values(x.key) == key;
+    if (!seen) unreached.push_back(key);
+  }
+  if (!m.complete) {
+    // Too many states to walk them all: what the runs saw can be shown allowed, not the rest.
+    c.text = fmt::format(
+        "  model: over {} states, not all walked; {} outcomes found allowed (and {} runs at "
+        "random), {} of the {} seen among them\n",
+        m.states - 1, m.outcomes.size(), m.random_runs, r.outcomes.size() - outside.size(),
+        r.outcomes.size());
+    for (const auto& k : outside) c.text += fmt::format("    not found allowed: {}\n", k);
+    if (!outside.empty())
+      c.failure = fmt::format(
+          "{} outcome(s) the reference model did not find allowed in {} states and {} runs at "
+          "random (too many states to know they are not)",
+          outside.size(), m.states - 1, m.random_runs);
+    return c;
+  }
+  c.text = fmt::format("  model: {} outcomes allowed ({} states), {} reached\n", m.outcomes.size(),
+                       m.states, m.outcomes.size() - unreached.size());
+  for (const auto& k : unreached) c.text += fmt::format("    not reached: {}\n", k);
+  for (const auto& k : outside) c.text += fmt::format("    OUTSIDE the model: {}\n", k);
+  const bool meets = litmus::reference::meets_expectation(t, m);
+  if (!t.timing.empty())
+    c.text += fmt::format("    the expectation rests on timing: {}\n", t.timing);
+  if (!outside.empty())
+    c.failure = fmt::format("{} outcome(s) the reference model does not allow", outside.size());
+  else if (!meets && t.timing.empty())
+    c.failure =
+        "the reference model's outcomes do not meet the expectation (if it rests on "
+        "timing, say so with `timing:`)";
+  else if (meets && !t.timing.empty())
+    c.failure = "`timing:` given, but the reference model meets the expectation without it";
+  return c;
+}
+
+// The reference model's walk runs in a child process: its memory (up to some hundred MB) would
+// stay with this process and make every run forked after it slower.
+model_check check_model(const litmus::litmus_spec& t, const topo::topology& topo,
+                        const litmus::test_result& r) {
+  const litmus::child_output out = litmus::in_child([&] {
+    const model_check c = model_verdict(t, topo, r);
+    return nlohmann::json{{"text", c.text}, {"failure", c.failure}}.dump();
+  });
+  if (!out.error.empty())
+    return {"  model: " + out.error + "\n", "the reference model: " + out.error};
+  const auto j = nlohmann::json::parse(out.text);
+  return {j["text"], j["failure"]};
+}
+
+// `--explain`: by the reference model alone (no runs), the outcome `what` (or those that meet
+// the condition): an execution that reaches it, step by step, with the rules each TLP that
+// passed another relied on; if none does, the rules that, taken out one at a time, let one.
+std::string explain(const litmus::litmus_spec& t, const topo::topology& topo,
+                    const std::string& what) {
+  namespace ref = litmus::reference;
+  auto wanted = [&](const std::string& key, const ref::allowed_outcome& o) {
+    return what == "condition" ? o.matches : key == what;
+  };
+  auto steps = [](const ref::allowed_outcome& o) {
+    std::string s;
+    for (size_t i = 0; i < o.witness.size(); ++i)
+      s += fmt::format("      {:>3}. {}\n", i + 1, o.witness[i]);
+    return s;
+  };
+  ref::model_options opt;
+  opt.witnesses = true;
+  const ref::model_result m = ref::enumerate(t, topo, opt);
+  if (!m.error.empty()) return "  model: not enumerated: " + m.error + "\n";
+  std::string s;
+  for (const auto& [key, o] : m.outcomes)
+    if (wanted(key, o)) s += fmt::format("  {}: allowed; one execution:\n{}", key, steps(o));
+  if (!s.empty()) return s;
+  const std::string name = what == "condition" ? "(" + t.cond.text() + ")" : what;
+  s = fmt::format("  {}: {}\n", name, m.complete ? "forbidden" : "not found in the states walked");
+  for (const auto& rule : ref::rule_names()) {
+    opt.rules.off = {rule};
+    const ref::model_result without = ref::enumerate(t, topo, opt);
+    for (const auto& [key, o] : without.outcomes)
+      if (wanted(key, o)) {
+        s += fmt::format("    by {}: without it, {} is allowed:\n{}", rule, key, steps(o));
+        break;
+      }
+  }
+  return s;
 }
 
 // Every rule (or `only`) turned off in turn over the tests, until two tests on two topology
@@ -214,6 +333,12 @@ int litmus_command(const litmus_args& a) {
       tests.push_back(std::move(t));
     }
   }
+  if (!a.explain.empty()) {
+    for (size_t i = 0; i < tests.size(); ++i)
+      std::cout << fmt::format("{}  ({})\n", tests[i].name, tests[i].file)
+                << explain(tests[i], topologies[i], a.explain) << "\n";
+    return 0;
+  }
   if (a.mutation_score)
     return mutation_score(tests, topologies, a,
                           a.mutate.empty() ? std::nullopt : pcie::ordering_rule_by_name(a.mutate));
@@ -226,6 +351,11 @@ int litmus_command(const litmus_args& a) {
     std::cout << fmt::format("{}  ({})\n", t.name, t.file) << std::flush;
     litmus::test_result r = litmus::explore(t, topologies[i], opt);
     std::string text = report(t, r), why = failure(t, r, a.lint);
+    if (a.mutate.empty() && a.choices.empty() && !a.no_model) {
+      const model_check m = check_model(t, topologies[i], r);
+      text += m.text;
+      if (why.empty()) why = m.failure;
+    }
     std::cout << text << (why.empty() ? "  ok\n\n" : "  FAILED: " + why + "\n\n") << std::flush;
     failed += !why.empty();
     runs += r.processes;
