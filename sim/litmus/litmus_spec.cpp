@@ -298,8 +298,8 @@ void check_names(const litmus_spec& t, const config::node_reader& root) {
 litmus_spec load_litmus(const std::string& path) {
   config::document doc = config::document::load(path);
   config::node_reader r = doc.root();
-  reject_unknown(r, {"name", "description", "spec", "timing", "topology", "set", "locations",
-                     "agents", "condition", "expect", "runs", "variants", "also_on"});
+  reject_unknown(r, {"name", "description", "spec", "timing", "unreached", "topology", "set",
+                     "locations", "agents", "condition", "expect", "runs", "variants", "also_on"});
   litmus_spec t;
   t.file = path;
   t.loc = r.loc();
@@ -359,6 +359,32 @@ litmus_spec load_litmus(const std::string& path) {
   } catch (const std::invalid_argument& e) {
     r.fail("condition", e.what());
   }
+  if (r.has("unreached"))
+    for (const auto& u : r.list("unreached")) {
+      reject_unknown(u, {"when", "why", "on"});
+      unreached_spec x;
+      x.loc = u.loc();
+      try {
+        x.when = condition::parse(u.str("when"));
+      } catch (const std::invalid_argument& e) {
+        u.fail("when", e.what());
+      }
+      const std::vector<std::string> regs = t.registers();
+      for (const auto& n : x.when.names())
+        if (!t.find_location(n) && std::find(regs.begin(), regs.end(), n) == regs.end())
+          u.fail("when", "'" + n + "' is neither a register nor a location");
+      x.why = u.str("why");
+      if (x.why.empty()) u.fail("why", "say why the runs cannot reach these outcomes");
+      if (u.has("on")) x.on = u.string_list("on");
+      for (const auto& stem : x.on) {
+        bool known = fs::path(t.topology).stem() == stem;
+        for (const auto& more : t.also_on) known |= fs::path(more).stem() == stem;
+        if (!known)
+          u.fail("on",
+                 "'" + stem + "' is not the stem of the test's topology or of one of `also_on`");
+      }
+      t.unreached.push_back(std::move(x));
+    }
   std::string e = r.choice("expect", {"forbidden", "allowed", "required"});
   t.expect = e == "forbidden" ? expectation::forbidden
              : e == "allowed" ? expectation::allowed

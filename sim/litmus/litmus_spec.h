@@ -80,6 +80,16 @@ struct agent_spec {
 
 enum class expectation { forbidden, allowed, required };
 
+// Outcomes the spec allows that the runs cannot reach on this machine, and why (timing, a
+// completion size the completer does not cut): `when` names them, `on` the topologies (their
+// file stems) it is said for, every one if empty.
+struct unreached_spec {
+  condition when;
+  std::string why;
+  std::vector<std::string> on;
+  config::source_loc loc;
+};
+
 // A test's variants: it runs again with every fabric request of its DMA agents carrying
 // Relaxed Ordering (or IDO), except in steps that set the attributes themselves. For the
 // table's Yes and Y/N cells the attributes must change nothing.
@@ -95,6 +105,7 @@ struct litmus_spec {
   // The premise about time the expectation rests on, where the spec alone would allow more
   // (the reference model, which has no time, then does not hold the expectation to it).
   std::string timing;
+  std::vector<unreached_spec> unreached;
   std::string topology;                              // path, resolved against the test's folder
   std::vector<config::override_spec> topology_sets;  // `set:` items, like --set
   std::vector<location_spec> locations;

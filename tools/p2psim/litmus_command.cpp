@@ -7,6 +7,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "models/pcie/ordering.h"
@@ -174,7 +175,35 @@ model_check model_verdict(const litmus::litmus_spec& t, const topo::topology& to
   }
   c.text = fmt::format("  model: {} outcomes allowed ({} states), {} reached\n", m.outcomes.size(),
                        m.states, m.outcomes.size() - unreached.size());
-  for (const auto& k : unreached) c.text += fmt::format("    not reached: {}\n", k);
+  // Completeness: what the runs did not reach, though every order was run, the test must say
+  // why (`unreached:`); what it says cannot be reached must not have been.
+  const std::string stem = fs::path(t.topology).stem().string();
+  auto said_unreached =
+      [&](const std::map<std::string, litmus::value>& values) -> const litmus::unreached_spec* {
+    for (const auto& u : t.unreached)
+      if ((u.on.empty() || std::count(u.on.begin(), u.on.end(), stem)) &&
+          u.when.holds([&](const std::string& n) {
+            return values.count(n) ? values.at(n) : litmus::value{};
+          }))
+        return &u;
+    return nullptr;
+  };
+  std::vector<std::string> unexplained;
+  for (const auto& k : unreached) {
+    const litmus::unreached_spec* u = said_unreached(m.outcomes.at(k).values);
+    // A test that rests on timing says why the outcomes of its condition are not reached.
+    const bool by_timing = !t.timing.empty() && m.outcomes.at(k).matches;
+    c.text += fmt::format("    not reached: {}{}\n", k,
+                          u           ? " (" + u->why + ")"
+                          : by_timing ? " (the `timing:` premise)"
+                                      : "");
+    if (!u && !by_timing && r.exhaustive) unexplained.push_back(k);
+  }
+  std::vector<std::string> reached_anyway;
+  for (const auto& [key, o] : m.outcomes)
+    if (std::find(unreached.begin(), unreached.end(), key) == unreached.end() &&
+        said_unreached(o.values))
+      reached_anyway.push_back(key);
   for (const auto& k : outside) c.text += fmt::format("    OUTSIDE the model: {}\n", k);
   const bool meets = litmus::reference::meets_expectation(t, m);
   if (!t.timing.empty())
@@ -187,6 +216,14 @@ model_check model_verdict(const litmus::litmus_spec& t, const topo::topology& to
         "timing, say so with `timing:`)";
   else if (meets && !t.timing.empty())
     c.failure = "`timing:` given, but the reference model meets the expectation without it";
+  else if (!unexplained.empty())
+    c.failure = fmt::format(
+        "every order was run and the model allows {} outcome(s) no run reached ({}): reach them, "
+        "or say why under `unreached:`",
+        unexplained.size(), fmt::join(unexplained, ", "));
+  else if (!reached_anyway.empty())
+    c.failure = fmt::format("`unreached:` names outcome(s) the runs reached: {}",
+                            fmt::join(reached_anyway, ", "));
   return c;
 }
 

@@ -40,6 +40,7 @@ model_result enumerate(const litmus_spec& t, const topo::topology& topo, const m
       const auto values = m.outcome(s);
       auto [it, added] = r.outcomes.try_emplace(outcome_key(t, values));
       if (!added) return;
+      it->second.values = values;
       it->second.matches = t.cond.holds(
           [&](const std::string& n) { return values.count(n) ? values.at(n) : value{}; });
       it->second.witness = path;

@@ -18,8 +18,9 @@
 namespace p2psim::litmus::reference {
 
 struct allowed_outcome {
-  bool matches = false;              // satisfies the test's condition
-  std::vector<std::string> witness;  // the steps of one execution that gives it (when asked)
+  std::map<std::string, value> values;  // registers and the condition's locations
+  bool matches = false;                 // satisfies the test's condition
+  std::vector<std::string> witness;     // the steps of one execution that gives it (when asked)
 };
 
 struct model_result {
