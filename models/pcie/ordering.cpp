@@ -71,6 +71,12 @@ const std::vector<rule_info>& ordering_rule_catalogue() {
       {order_rule::cuda_stream_order, "CUDA:stream-order",
        "a copy is complete before the next work on its stream starts, and when the stream or "
        "context is synchronized"},
+      {order_rule::host_snoop, "Host:snoop",
+       "a write to host memory without No Snoop drops the CPUs' cached copies of the lines it "
+       "touches (PCIe Base 2.2.6.5)"},
+      {order_rule::host_no_snoop, "Host:no-snoop",
+       "a write with No Snoop may leave the CPUs' cached copies stale until they are flushed or "
+       "evicted (PCIe Base 2.2.6.5)"},
   };
   return rules;
 }

@@ -48,6 +48,9 @@ enum class order_rule : uint8_t {
   gpu_flush,            // "GPU:flush": cuFlushGPUDirectRDMAWrites shows them within its scope
   cuda_sync_memops,     // "CUDA:SYNC_MEMOPS": a synchronous copy with it is complete on return
   cuda_stream_order,    // "CUDA:stream-order": a copy is complete before the stream goes on
+  // What CPUs see of host memory (root_complex/cpu_cache.h).
+  host_snoop,     // "Host:snoop": a write without No Snoop drops the CPUs' cached lines
+  host_no_snoop,  // "Host:no-snoop": one with No Snoop may leave them stale
   count
 };
 // The first rule that is not a cell of the PCIe table.

@@ -39,10 +39,11 @@ struct forwarding_spec {
 };
 
 struct platform_spec {
-  int max_gen = 5;                   // fastest root-port link
-  double rc_latency_ns = 100;        // root port ingress to memory controller or to another port
-  forwarding_spec p2p;               // between root ports (or host bridges) of one socket
-  pcie::dllp_rates root_port_dllps;  // how its root ports acknowledge what they receive
+  int max_gen = 5;             // fastest root-port link
+  double rc_latency_ns = 100;  // root port ingress to memory controller or to another port
+  bool reorders_relaxed_writes = false;  // may commit RO writes to host memory out of order
+  forwarding_spec p2p;                   // between root ports (or host bridges) of one socket
+  pcie::dllp_rates root_port_dllps;      // how its root ports acknowledge what they receive
   dma::memory_timing memory{90, 50, 64, 64};
   link::interconnect_spec interconnect;
   p2p_policy interconnect_p2p_write, interconnect_p2p_read;  // crossing the interconnect
@@ -114,6 +115,12 @@ inline const params::table<platform_spec>& platform_spec_params() {
               .between(1, 5),
           params::time("root_complex.latency", &platform_spec::rc_latency_ns,
                        "Root port ingress to memory controller or to another root port."),
+          params::boolean("root_complex.reorders_relaxed_writes",
+                          &platform_spec::reorders_relaxed_writes,
+                          "true: a write to host memory with Relaxed Ordering set may be "
+                          "committed before the writes that came in before it (PCIe Base 2.4.1, "
+                          "table 2-40 P-P b), explored by p2psim litmus; false: writes are "
+                          "committed in the order they came in."),
       },
       params::within("root_complex", &platform_spec::root_port_dllps, pcie::dllp_rate_params()),
       params::within("root_complex.p2p", &platform_spec::p2p, rc_p2p_params()),

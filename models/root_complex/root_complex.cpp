@@ -14,11 +14,12 @@ namespace p2psim::root_complex {
 using namespace sc_core;
 
 root_complex::root_complex(sc_module_name name, const rc_params& p, transport::tlp_pool& pool,
-                           transport::stream_log& log)
+                           transport::stream_log& log, const pcie::order_policy& order)
     : sc_module(name),
       m_params(p),
       m_log(log),
       m_memory(p.memory.size),
+      m_cpu_cache(order),
       m_memory_port(m_memory, p.platform.memory, p.bdf, log),
       m_p2p(p.platform.p2p, *this, pool, pcie::ns_to_ps(p.platform.rc_latency_ns), 0),
       m_interconnect_p2p(interconnect_forwarding(p.platform), *this, pool,
@@ -27,6 +28,9 @@ root_complex::root_complex(sc_module_name name, const rc_params& p, transport::t
               [this](int in, tlm::tlm_generic_payload& gp, bool blocked) {
                 dispatch(in, gp, blocked);
               }),
+      m_write_commit("write_commit", order, p.platform.reorders_relaxed_writes,
+                     pcie::ns_to_ps(p.platform.memory.latency_ns),
+                     [this](int in, tlm::tlm_generic_payload& gp) { to_memory(in, gp); }),
       m_latency_ps(pcie::ns_to_ps(p.platform.rc_latency_ns)) {
   for (int i = 0; i < p.root_ports + p.interconnect_ports; ++i) {
     std::string n = i < p.root_ports ? "rp" + std::to_string(i)
@@ -118,15 +122,8 @@ uint64_t root_complex::forwarding_hold_ps(int in, const pcie::tlp_header& h, uin
 
 void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
   const auto& h = transport::hdr(gp);
-  const bool write = h.type == pcie::tlp_type::mwr || pcie::is_atomic(h.type);
   if (m_params.memory.contains(h.address)) {
-    uint64_t off = h.address - m_params.memory.base;
-    ++(write ? m_stats.memory_writes : m_stats.memory_reads);
-    // A write's buffer is free once the memory controller's data path has taken the data.
-    m_ports[in]->free_buffer(gp,
-                             m_memory_port.serve(*m_ports[in], gp, off, transport::ps(m_latency_ps),
-                                                 write ? 0 : requester_mps(h.requester_id)));
-    gp.release();
+    m_write_commit.receive(in, gp);
     return;
   }
   if (int out = m_root_routes.by_address(h.address); out >= 0) {
@@ -168,6 +165,20 @@ void root_complex::request(int in, tlm::tlm_generic_payload& gp) {
   }
   ++m_stats.unsupported_requests;
   refused(gp, in);
+}
+
+void root_complex::to_memory(int in, tlm::tlm_generic_payload& gp) {
+  const auto& h = transport::hdr(gp);
+  const bool write = h.type == pcie::tlp_type::mwr || pcie::is_atomic(h.type);
+  ++(write ? m_stats.memory_writes : m_stats.memory_reads);
+  const uint64_t offset = h.address - m_params.memory.base;
+  if (write)
+    m_cpu_cache.written(offset, h.length, h.type == pcie::tlp_type::mwr && h.attrs.no_snoop);
+  // A write's buffer is free once the memory controller's data path has taken the data.
+  m_ports[in]->free_buffer(
+      gp, m_memory_port.serve(*m_ports[in], gp, offset, transport::ps(m_latency_ps),
+                              write ? 0 : requester_mps(h.requester_id)));
+  gp.release();
 }
 
 void root_complex::completion(int in, tlm::tlm_generic_payload& gp) {

@@ -16,8 +16,10 @@
 #include "models/dma/memory_completer.h"
 #include "models/memory/backing_store.h"
 #include "models/pcie/route_table.h"
+#include "models/root_complex/cpu_cache.h"
 #include "models/root_complex/iommu_stage.h"
 #include "models/root_complex/p2p_forwarder.h"
+#include "models/root_complex/write_commit_stage.h"
 #include "models/stats/stat.h"
 #include "models/transport/pcie_port.h"
 #include "models/transport/stream_log.h"
@@ -68,9 +70,10 @@ class root_complex : public sc_core::sc_module,
                      public transport::tlp_handler,
                      private forward_ports {
  public:
-  // `pool`: the simulation's, which the TLPs it forwards in pieces or proxies come from.
+  // `pool`: the simulation's, which the TLPs it forwards in pieces or proxies come from;
+  // `order`: the fabric's ordering table and choice source (write_commit_stage).
   root_complex(sc_core::sc_module_name name, const rc_params& p, transport::tlp_pool& pool,
-               transport::stream_log& log);
+               transport::stream_log& log, const pcie::order_policy& order);
   transport::pcie_port& root_port(int i) { return *m_ports[i]; }
   transport::pcie_port& interconnect_port(int i) { return *m_ports[m_params.root_ports + i]; }
   // What is behind root port i.
@@ -93,6 +96,8 @@ class root_complex : public sc_core::sc_module,
     m_requester_mps[requester_id] = mps;
   }
   memory::backing_store& memory() { return m_memory; }
+  // What CPUs hold cached of this socket's memory (snooped writes drop it).
+  ::p2psim::root_complex::cpu_cache& cpu_cache() { return m_cpu_cache; }
   const rc_params& params() const { return m_params; }
   const rc_stats& stats() const { return m_stats; }
   // Burst fidelity: bursts that passed a P2P bandwidth cap whole (p2p_forwarder).
@@ -124,6 +129,7 @@ class root_complex : public sc_core::sc_module,
   bool is_root_port(int port) const { return port < m_params.root_ports; }
   void dispatch(int in, tlm::tlm_generic_payload& gp, bool blocked);
   void request(int in, tlm::tlm_generic_payload& gp);
+  void to_memory(int in, tlm::tlm_generic_payload& gp);  // a request committed to host memory
   uint64_t forwarding_hold_ps(int in, const pcie::tlp_header& h, uint64_t address,
                               uint32_t tlps) const;
   void completion(int in, tlm::tlm_generic_payload& gp);
@@ -133,6 +139,7 @@ class root_complex : public sc_core::sc_module,
   std::vector<std::unique_ptr<transport::pcie_port>> m_ports;
   pcie::route_table m_root_routes, m_remote_routes, m_remote_memory;
   memory::backing_store m_memory;
+  ::p2psim::root_complex::cpu_cache m_cpu_cache;
   dma::memory_completer m_memory_port;
   std::unordered_map<uint16_t, uint32_t> m_requester_mps;  // by requester ID
   uint32_t requester_mps(uint16_t id) const {              // 0: not known
@@ -141,6 +148,7 @@ class root_complex : public sc_core::sc_module,
   }
   p2p_forwarder m_p2p, m_interconnect_p2p;  // between root ports; onto the interconnect
   iommu_stage m_iommu;
+  write_commit_stage m_write_commit;  // requests for host memory go through it
   uint64_t m_latency_ps;
   rc_stats m_stats;
 };

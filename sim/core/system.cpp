@@ -141,7 +141,8 @@ void fabric_system::build_sockets() {
       p.interconnect_ports += q.a == s.name || q.b == s.name;
     m_sockets[s.name] = backed(
         [&] {
-          return std::make_unique<root_complex::root_complex>(s.name.c_str(), p, m_pool, m_log);
+          return std::make_unique<root_complex::root_complex>(s.name.c_str(), p, m_pool, m_log,
+                                                              m_order);
         },
         topo::loc_of(s, "memory"), "memory", s.memory_bytes);
   }

@@ -2,6 +2,7 @@
 
 #include "models/driver/nvidia/nvidia_driver.h"
 #include "models/gpu/gpu_spec.h"
+#include "models/root_complex/cpu_cache.h"
 #include "sim/config/error.h"
 
 namespace p2psim::litmus {
@@ -47,6 +48,22 @@ void check_litmus(const litmus_spec& t, const topo::topology& topo) {
           b.offset < a.offset + a.size)
         throw config::error(a.loc, "offset", "overlaps location " + b.name);
     }
+  // CPUs cache host memory by 64 B lines, which a No Snoop write leaves stale: each host
+  // location then has lines of its own (the reference model keeps a cache per location).
+  bool no_snoop = false;
+  for (const auto& a : t.agents)
+    for (const auto& o : a.program) no_snoop |= o.no_snoop;
+  for (size_t i = 0; i < t.locations.size() && no_snoop; ++i)
+    for (size_t j = 0; j < i; ++j) {
+      const auto &a = t.locations[i], &b = t.locations[j];
+      constexpr uint64_t line = root_complex::cpu_cache::line_bytes;
+      if (a.memory == b.memory && topo.find_socket(a.memory) &&
+          a.offset / line <= (b.offset + b.size - 1) / line &&
+          b.offset / line <= (a.offset + a.size - 1) / line)
+        throw config::error(a.loc, "offset",
+                            "shares a 64 B cache line with location " + b.name +
+                                " in a test with no_snoop writes: give each its own lines");
+    }
   for (const auto& a : t.agents) {
     auto fail = [&](const std::string& key, const std::string& m) {
       throw config::error(a.loc, key, m);
@@ -84,9 +101,13 @@ void check_litmus(const litmus_spec& t, const topo::topology& topo) {
       if (o.kind == op_kind::copy && (!is_gpu(l.memory) || !is_gpu(t.find_location(o.to)->memory)))
         bad("copy is cuMemcpyDtoD: both locations in GPU memory");
       if (a.kind == agent_kind::dma && l.memory == a.device &&
-          (o.relaxed_ordering || o.id_based_ordering))
-        bad("relaxed_ordering / id_based_ordering are attributes of PCIe requests; " + l.name +
-            " is the agent's own memory");
+          (o.relaxed_ordering || o.id_based_ordering || o.no_snoop || o.traffic_class))
+        bad("relaxed_ordering / id_based_ordering / no_snoop / traffic_class are attributes of "
+            "PCIe requests; " +
+            l.name + " is the agent's own memory");
+      if ((o.no_snoop || o.traffic_class) && a.kind != agent_kind::dma)
+        bad(std::string(o.no_snoop ? "no_snoop" : "traffic_class") +
+            " is an attribute of a DMA agent's PCIe requests");
     }
   }
 }

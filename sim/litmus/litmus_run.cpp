@@ -62,7 +62,8 @@ struct placed {
   uint64_t offset = 0;  // in store
   uint64_t bus = 0;     // where peers reach it
   gpu::gpu* gpu = nullptr;
-  int ordinal = -1;    // GPU: CUDA device ordinal
+  root_complex::cpu_cache* cache = nullptr;  // host memory: what the CPUs hold of it
+  int ordinal = -1;                          // GPU: CUDA device ordinal
   CUdeviceptr va = 0;  // GPU: the allocation's address + the location's offset
 };
 
@@ -155,6 +156,7 @@ class harness : public sc_module {
     } else {
       auto* rc = m_sys.find_socket(l.memory);
       p.store = &rc->memory();
+      p.cache = &rc->cpu_cache();
       p.offset = l.offset;
       p.bus = rc->params().memory.base + l.offset;
     }
@@ -168,6 +170,12 @@ class harness : public sc_module {
   std::vector<uint8_t> load(const placed& p) const {
     std::vector<uint8_t> b(p.spec->size);
     p.store->read(p.offset, b);
+    return b;
+  }
+  // A CPU load: through what the CPUs hold cached (a line a No Snoop write did not drop).
+  std::vector<uint8_t> cpu_load(const placed& p) const {
+    std::vector<uint8_t> b(p.spec->size);
+    p.cache->load(*p.store, p.offset, b);
     return b;
   }
 
@@ -269,6 +277,8 @@ class harness : public sc_module {
           job.in_order = true;
           job.attrs.relaxed_ordering = o.relaxed_ordering;
           job.attrs.id_based_ordering = o.id_based_ordering;
+          job.attrs.no_snoop = o.no_snoop;
+          job.attrs.traffic_class = uint8_t(o.traffic_class);
           uint64_t local_at = scratch;  // write: the data; read: where it lands
           if (!o.into.empty()) local_at = m_loc.at(o.into).offset;
           if (o.kind == op_kind::atomic) {
@@ -344,7 +354,8 @@ class harness : public sc_module {
     }
   }
 
-  // A CPU thread: loads and stores to host memory (coherent), and CUDA calls in its context.
+  // A CPU thread: loads and stores to host memory through the CPUs' caches
+  // (root_complex/cpu_cache.h), and CUDA calls in its context.
   void cpu_agent(const agent_spec& a) {
     auto cuda = [&](CUresult r, const char* what) {
       if (r != CUDA_SUCCESS) throw std::runtime_error(fmt::format("{} returned {}", what, int(r)));
@@ -354,13 +365,16 @@ class harness : public sc_module {
       const placed* p = o.location.empty() ? nullptr : &m_loc.at(o.location);
       switch (o.kind) {
         case op_kind::write:
-          p->store->write(p->offset, bytes_of(o.value, p->spec->size));
+          p->cache->store(*p->store, p->offset, bytes_of(o.value, p->spec->size));
           break;
         case op_kind::read:
-          m_regs[o.reg] = value_of(load(*p));
+          m_regs[o.reg] = value_of(cpu_load(*p));
           break;
         case op_kind::await:
-          await(o, [&] { return value_of(load(*p)); });
+          await(o, [&] { return value_of(cpu_load(*p)); });
+          break;
+        case op_kind::flush_cache:
+          p->cache->flush(p->offset, p->spec->size);
           break;
         case op_kind::sleep:
           wait(sc_time(o.time_ns, SC_NS));

@@ -107,8 +107,9 @@ location_spec read_location(const config::node_reader& r, const std::string& nam
   return l;
 }
 
-constexpr const char* verbs[] = {"write", "read",  "await", "fence",     "sleep", "launch",
-                                 "sync",  "flush", "copy",  "fetch_add", "swap",  "cas"};
+constexpr const char* verbs[] = {"write",  "read", "await",      "fence", "sleep",
+                                 "launch", "sync", "flush",      "copy",  "fetch_add",
+                                 "swap",   "cas",  "flush_cache"};
 
 op_spec read_op(const config::node_reader& r) {
   op_spec o;
@@ -122,20 +123,25 @@ op_spec read_op(const config::node_reader& r) {
   if (verb.empty())
     r.fail(
         "a step needs one of: write, read, await, fence, sleep, launch, sync, flush, copy, "
-        "fetch_add, swap, cas");
+        "fetch_add, swap, cas, flush_cache");
   auto attrs = [&] {
     o.sets_attributes = r.has("relaxed_ordering") || r.has("id_based_ordering");
     o.relaxed_ordering = r.boolean("relaxed_ordering", false);
     o.id_based_ordering = r.boolean("id_based_ordering", false);
+    o.traffic_class = int(r.integer("traffic_class", 0, 7, 0));
   };
   if (verb == "write") {
-    reject_unknown(r, {"write", "value", "relaxed_ordering", "id_based_ordering"});
+    reject_unknown(r, {"write", "value", "relaxed_ordering", "id_based_ordering", "no_snoop",
+                       "traffic_class"});
     o.kind = op_kind::write;
     o.location = r.str("write");
     o.value = uint64_t(r.integer("value", 0, INT64_MAX));
     attrs();
+    o.no_snoop = r.boolean("no_snoop", false);
   } else if (verb == "read") {
-    reject_unknown(r, {"read", "to", "into", "relaxed_ordering", "id_based_ordering"});
+    reject_unknown(r, {"read", "to", "into", "relaxed_ordering", "id_based_ordering", "no_snoop",
+                       "traffic_class"});
+    o.no_snoop = r.boolean("no_snoop", false);
     o.kind = op_kind::read;
     o.location = r.str("read");
     if (r.has("to") == r.has("into"))
@@ -144,8 +150,8 @@ op_spec read_op(const config::node_reader& r) {
     o.into = r.str("into", "");
     attrs();
   } else if (verb == "fetch_add" || verb == "swap" || verb == "cas") {
-    reject_unknown(
-        r, {verb.c_str(), "value", "compare", "to", "relaxed_ordering", "id_based_ordering"});
+    reject_unknown(r, {verb.c_str(), "value", "compare", "to", "relaxed_ordering",
+                       "id_based_ordering", "traffic_class"});
     o.kind = op_kind::atomic;
     o.atomic = verb == "fetch_add" ? atomic_op::fetch_add
                : verb == "swap"    ? atomic_op::swap
@@ -181,6 +187,10 @@ op_spec read_op(const config::node_reader& r) {
     reject_unknown(r, {"launch"});
     o.kind = op_kind::launch;
     o.agent = r.str("launch");
+  } else if (verb == "flush_cache") {
+    reject_unknown(r, {"flush_cache"});
+    o.kind = op_kind::flush_cache;
+    o.location = r.str("flush_cache");
   } else if (verb == "flush") {
     reject_unknown(r, {"flush"});
     o.kind = op_kind::flush;
@@ -257,6 +267,10 @@ void check_names(const litmus_spec& t, const config::node_reader& root) {
           break;
         }
         case op_kind::sleep:
+          break;
+        case op_kind::flush_cache:
+          need_location(o.location);
+          if (a.kind != agent_kind::cpu) bad("flush_cache is a cpu agent's step");
           break;
         case op_kind::launch: {
           if (a.kind != agent_kind::cpu) bad("only a cpu agent launches");

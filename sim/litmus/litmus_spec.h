@@ -32,17 +32,18 @@ enum class agent_kind { dma, kernel, cpu };
 const char* to_string(agent_kind k);
 
 enum class op_kind {
-  write,   // store `value` (fabric write or local store)
-  read,    // load into `reg`
-  await,   // poll until the location holds `value` (or `timeout` passes)
-  fence,   // DMA: wait until every earlier request has completed
-  sleep,   // let `time_ns` pass
-  launch,  // CPU: start an agent declared `start: launch` (a kernel launch is a CUDA work
-           // submission; for a DMA device it is a doorbell)
-  sync,    // CPU: cuCtxSynchronize
-  flush,   // CPU: cuFlushGPUDirectRDMAWrites to `scope`
-  copy,    // CPU: cuMemcpyDtoD from `location` to `to`
-  atomic,  // DMA: a PCIe AtomicOp (`atomic`) on `location`; the old value into `reg`
+  write,        // store `value` (fabric write or local store)
+  read,         // load into `reg`
+  await,        // poll until the location holds `value` (or `timeout` passes)
+  fence,        // DMA: wait until every earlier request has completed
+  sleep,        // let `time_ns` pass
+  launch,       // CPU: start an agent declared `start: launch` (a kernel launch is a CUDA work
+                // submission; for a DMA device it is a doorbell)
+  sync,         // CPU: cuCtxSynchronize
+  flush,        // CPU: cuFlushGPUDirectRDMAWrites to `scope`
+  copy,         // CPU: cuMemcpyDtoD from `location` to `to`
+  atomic,       // DMA: a PCIe AtomicOp (`atomic`) on `location`; the old value into `reg`
+  flush_cache,  // CPU: clflush the cache lines of `location` (host memory)
 };
 
 enum class atomic_op { fetch_add, swap, cas };  // PCIe FetchAdd, Swap, CAS
@@ -59,6 +60,8 @@ struct op_spec {
   uint64_t compare = 0;  // atomic cas
   atomic_op atomic = atomic_op::fetch_add;
   bool relaxed_ordering = false, id_based_ordering = false;  // DMA requests' attributes
+  bool no_snoop = false;         // a DMA write's or read's No Snoop attribute
+  int traffic_class = 0;         // a DMA request's TC (0..7)
   bool sets_attributes = false;  // the step names either attribute (a variant leaves it be)
   bool async = false;            // copy: cuMemcpyDtoDAsync
   double time_ns = 0;            // sleep

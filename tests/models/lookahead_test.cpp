@@ -58,7 +58,7 @@ struct socket_rig {
   link::pcie_link device_link;
   link::interconnect_link upi;
   explicit socket_rig(bool remote_promises)
-      : rc("rc", params(), pool, log),
+      : rc("rc", params(), pool, log, order),
         device("device"),
         remote("remote", true, remote_promises),
         device_link("device_link", link::pcie_link_params{}, order),

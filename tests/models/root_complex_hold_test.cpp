@@ -22,8 +22,9 @@ constexpr uint64_t ns = 1000;  // ps
 struct rig {
   transport::tlp_pool pool;
   transport::stream_log log;
+  pcie::order_policy order;  // all rules, in order
   root_complex::root_complex rc;
-  explicit rig(uint32_t p2p_tlp_bytes = 0) : rc("rc", params(p2p_tlp_bytes), pool, log) {
+  explicit rig(uint32_t p2p_tlp_bytes = 0) : rc("rc", params(p2p_tlp_bytes), pool, log, order) {
     rc.set_root_port_route(1, {{0x2000'0000, 1 << 20}}, 2, 2);
     rc.add_interconnect_route(0, {0x8'0000'0000, 1 << 20}, {{0x3000'0000, 1 << 20}}, 5, 5);
   }

@@ -72,6 +72,9 @@ TEST_CASE("reference table: the producer/consumer column and its attribute cases
   CHECK_FALSE(reference::may_pass(same_request, same_request, all));  // Cpl-Cpl b
   CHECK(reference::may_pass(other_request, same_request, all));       // Cpl-Cpl a
   CHECK(reference::may_pass(write, read, all));                       // P-NPR: Yes
+  tlp_ordering tc1_write = write;
+  tc1_write.tc = 1;
+  CHECK(reference::may_pass(tc1_write, write, all));  // another Traffic Class: not ordered
   std::string why;
   reference::rule_set no_pp;
   no_pp.off = {"P-P"};
@@ -117,4 +120,27 @@ TEST_CASE("reference model: a copy that returns early, and SYNC_MEMOPS",
   const loaded sync_memops = load("dtod_then_rdma_read_sync_memops.yaml");
   CHECK_FALSE(condition_allowed(sync_memops));
   CHECK(condition_allowed(sync_memops, {"CUDA:SYNC_MEMOPS"}));
+}
+
+TEST_CASE("reference model: a root complex that commits RO writes out of order",
+          "[unit][litmus][reference]") {
+  // No link is slow: only the root complex's way into memory lets the flag pass the data.
+  const loaded ro = load("mp_ro_host_rc_reorders.yaml");
+  CHECK(condition_allowed(ro));
+  CHECK_FALSE(condition_allowed(ro, {"P-P:RO"}));
+  const loaded data_only = load("mp_ro_data_host_rc_reorders.yaml");
+  CHECK_FALSE(condition_allowed(data_only));
+  CHECK(condition_allowed(data_only, {"P-P"}));
+}
+
+TEST_CASE("reference model: No Snoop writes and the CPUs' cached lines",
+          "[unit][litmus][reference]") {
+  const loaded stale = load("no_snoop_stale_line.yaml");
+  CHECK(condition_allowed(stale));
+  CHECK_FALSE(condition_allowed(stale, {"Host:no-snoop"}));
+  const loaded flushed = load("no_snoop_flush_cache.yaml");
+  CHECK_FALSE(condition_allowed(flushed));
+  const loaded snooped = load("snooped_write_drops_line.yaml");
+  CHECK_FALSE(condition_allowed(snooped));
+  CHECK(condition_allowed(snooped, {"Host:snoop"}));
 }

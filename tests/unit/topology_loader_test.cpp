@@ -314,11 +314,11 @@ TEST_CASE("topology loader: platform presets", "[topology][loader]") {
   CHECK(p.spec.max_gen == 4);
   CHECK(p.spec.rc_latency_ns == root_complex::platform_spec{}.rc_latency_ns);
   config::error e = error_of([] { load("bad/bad_preset.yaml"); });
-  CHECK_THAT(
-      e.what(),
-      Equals(k_dir + "platforms/broken_preset.yaml:4:3: error: unknown key "
-                     "'latncy' (expected one of: latency, ack_limit, fc_limit, p2p); did you mean "
-                     "'latency'?"));
+  CHECK_THAT(e.what(),
+             Equals(k_dir + "platforms/broken_preset.yaml:4:3: error: unknown key "
+                            "'latncy' (expected one of: latency, reorders_relaxed_writes, "
+                            "ack_limit, fc_limit, p2p); did you mean "
+                            "'latency'?"));
 }
 
 TEST_CASE("topology loader: the repository's topologies and presets load", "[topology][loader]") {

@@ -77,6 +77,13 @@ route fabric::request(const std::string& device, const std::string& memory, tlp_
     return r;
   }
   r.out = make_leg(nodes, 0, last, pieces);
+  // A root complex that may commit RO writes out of order: its way into host memory is one
+  // more queue, under the same table.
+  if (const topo::socket_params* s = m_topo.find_socket(memory);
+      s && s->platform.reorders_relaxed_writes) {
+    r.out.queues.push_back(queue(memory, "memory"));
+    r.out.pieces.push_back(0);
+  }
   std::vector<std::string> reversed(nodes.rbegin(), nodes.rend());
   r.back = make_leg(reversed, 0, last, 0);
   return r;

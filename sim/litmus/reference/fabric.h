@@ -3,6 +3,10 @@
 // their way, and what the root complexes on the way do with them. Timing plays no part: a
 // queue is only an order.
 //
+// A request for host memory of a root complex that may commit writes with Relaxed Ordering out
+// of order (its platform's `root_complex.reorders_relaxed_writes`) waits in one more queue,
+// its way into memory, where the table decides what passes what as on a link.
+//
 // A request between two devices through a root complex is forwarded (if the platform routes
 // peer-to-peer traffic that way at all) and re-emitted in the platform's pieces; a read is
 // proxied: the root complex reads the target itself, under its own requester ID, and returns

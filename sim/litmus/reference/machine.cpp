@@ -26,7 +26,7 @@ void put_words(std::string& s, const words& w) {  // as runs of equal words
 }
 void put_tlp(std::string& s, const tlp& t) {
   put(s, uint8_t(t.ord.kind));
-  put(s, uint8_t(t.ord.ro | t.ord.ido << 1));
+  put(s, uint8_t(t.ord.ro | t.ord.ido << 1 | t.ord.tc << 2));
   put(s, t.ord.requester);
   put(s, t.ord.request);
   put(s, t.agent);
@@ -37,6 +37,7 @@ void put_tlp(std::string& s, const tlp& t) {
   put(s, t.first);
   put(s, t.count);
   put(s, t.value);
+  put(s, uint8_t(t.no_snoop));
   put_words(s, t.data);
 }
 
@@ -87,6 +88,11 @@ std::string state::encode() const {
       put(s, uint8_t(p.hidden));
     }
   }
+  for (const auto& c : cache) {
+    for (size_t i = 0; i < c.held.size(); ++i)
+      s.push_back(char('0' + c.held[i] + 2 * c.undecided[i]));
+    put_words(s, c.data);
+  }
   return s;
 }
 
@@ -116,6 +122,8 @@ machine::machine(const litmus_spec& test, const topo::topology& topo, rule_set r
           o.kind == op_kind::copy)
         observe(o.location);
       if (!o.into.empty()) observe(o.into);
+      // What CPUs cache shows only where a write leaves a line stale.
+      m_caches |= o.no_snoop || !m_rules.on("Host:snoop");
       const bool request =
           o.kind == op_kind::write || o.kind == op_kind::read || o.kind == op_kind::atomic;
       if (a.kind == agent_kind::dma && request &&
@@ -167,6 +175,17 @@ state machine::initial() const {
     }
     s.memory.push_back(w);
   }
+  if (m_caches)
+    for (size_t i = 0; i < m_locations.size(); ++i) {
+      const placed_location& l = m_locations[i];
+      if (!l.observed || !m_topo.find_socket(l.memory)) {
+        s.cache.emplace_back();
+        continue;
+      }
+      const size_t lines = line_of(int(i), l.words - 1) + 1;
+      s.cache.push_back(
+          {std::vector<bool>(lines, false), std::vector<bool>(lines, false), words(l.words, 0)});
+    }
   // Views for the kernels a GPU's ordering attribute does not cover.
   for (const auto& a : m_test.agents) {
     if (a.kind != agent_kind::kernel) continue;
@@ -181,6 +200,67 @@ state machine::initial() const {
     }
   }
   return s;
+}
+
+uint32_t machine::line_of(int loc, uint32_t word) const {
+  const uint64_t offset = m_locations[size_t(loc)].spec->offset;
+  return uint32_t((offset + 8 * uint64_t(word)) / line_bytes - offset / line_bytes);
+}
+
+std::vector<std::pair<state, value>> machine::cpu_loads(const state& s, int loc) const {
+  const words& m = s.memory[size_t(loc)];
+  if (!m_caches || s.cache[size_t(loc)].held.empty()) return {{s, value_of_location(m, loc)}};
+  // Every line a No Snoop write made stale was kept or evicted: each way they can go.
+  std::vector<state> ways{s};
+  const cached_location& c = s.cache[size_t(loc)];
+  for (size_t line = 0; line < c.held.size(); ++line) {
+    if (!c.undecided[line]) continue;
+    const size_t n = ways.size();
+    for (size_t k = 0; k < n; ++k) {
+      ways[k].cache[size_t(loc)].undecided[line] = false;
+      state evicted = ways[k];
+      evicted.cache[size_t(loc)].held[line] = false;
+      ways.push_back(std::move(evicted));
+    }
+  }
+  std::vector<std::pair<state, value>> out;
+  for (state& n : ways) {
+    cached_location& w = n.cache[size_t(loc)];
+    std::vector<bool> was = w.held;
+    for (uint32_t i = 0; i < m.size(); ++i) {
+      const uint32_t line = line_of(loc, i);
+      if (was[line]) continue;
+      w.data[i] = m[i];
+      w.held[line] = true;
+    }
+    value v = value_of_location(w.data, loc);
+    out.push_back({std::move(n), v});
+  }
+  return out;
+}
+
+void machine::cpu_store(state& s, int loc, uint64_t v) const {
+  land_value(s, loc, 0, m_locations[size_t(loc)].words, v, false);
+  if (!m_caches || s.cache[size_t(loc)].held.empty()) return;
+  cached_location& c = s.cache[size_t(loc)];
+  for (uint32_t w = 0; w < c.data.size(); ++w)
+    if (c.held[line_of(loc, w)]) c.data[w] = v;
+}
+
+void machine::drop_lines(state& s, int loc, uint32_t first, uint32_t count) const {
+  if (!m_caches || s.cache[size_t(loc)].held.empty() || !count) return;
+  cached_location& c = s.cache[size_t(loc)];
+  const uint32_t from = line_of(loc, first), to = line_of(loc, first + count - 1);
+  for (uint32_t line = from; line <= to; ++line) c.held[line] = c.undecided[line] = false;
+  for (uint32_t w = 0; w < c.data.size(); ++w)
+    if (!c.held[line_of(loc, w)]) c.data[w] = 0;  // one encoding per state
+}
+
+void machine::stale_lines(state& s, int loc, uint32_t first, uint32_t count) const {
+  if (!m_caches || s.cache[size_t(loc)].held.empty() || !count) return;
+  cached_location& c = s.cache[size_t(loc)];
+  for (uint32_t line = line_of(loc, first); line <= line_of(loc, first + count - 1); ++line)
+    if (c.held[line]) c.undecided[line] = true;
 }
 
 value machine::value_of_location(const words& w, int loc) const {

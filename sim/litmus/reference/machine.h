@@ -15,7 +15,8 @@
 // - kernel: loads and stores of GPU memory; RDMA writes that land reach it at once if the
 //   GPU's WRITES_ORDERING covers it, else each 32 B sector of a write is seen or not at its
 //   first load, and what it missed until a CPU-side submission, synchronization or flush;
-// - cpu: coherent loads and stores of host memory and the CUDA calls of its context.
+// - cpu: loads and stores of host memory through the CPUs' cached lines (cached_location),
+//   flushes of them, and the CUDA calls of its context.
 //
 // A TLP's data lands at its completer at once; a completer answers a read from one look at
 // its memory, in completions cut at every Read Completion Boundary (the finest cut the spec
@@ -49,6 +50,7 @@ struct tlp {
   uint32_t count = 0;  // and how many
   uint64_t value = 0;  // a write's value (every word); an AtomicOp's operand
   words data;          // a completion's data
+  bool no_snoop = false;
 };
 
 // One request on its way: a read request, an AtomicOp, or a proxying root complex's read.
@@ -88,6 +90,16 @@ struct view_state {  // what kernels of one GPU see of a location they are not c
   std::vector<pending_write> pending;
 };
 
+// What the CPUs hold cached of a host location, 64 B line by line: a CPU load takes the lines
+// not held from memory and holds them; a snooped write (no No Snoop; an AtomicOp) drops the
+// lines it touches, a No Snoop write leaves them stale, and the next load finds each such line
+// kept or evicted (read again); flush_cache drops them all.
+struct cached_location {
+  std::vector<bool> held;       // per line the location touches
+  std::vector<bool> undecided;  // per line: held, made stale since the last load
+  words data;                   // its words, as held (0 where a line is not)
+};
+
 struct agent_state {
   int pc = 0;
   bool started = true;
@@ -106,6 +118,7 @@ struct state {
   std::vector<tlp> proxy_held;  // completions a proxying root complex holds, in place
   std::vector<copy_state> copies;
   std::vector<view_state> views;
+  std::vector<cached_location> cache;  // per location; none in a test without No Snoop
 
   std::string encode() const;  // equal states, equal strings
 };
@@ -152,6 +165,12 @@ class machine {
   void land(state& s, int loc, uint32_t first, const words& data, bool rdma) const;
   void land_value(state& s, int loc, uint32_t first, uint32_t count, uint64_t v, bool rdma) const;
   void reveal(state& s, const std::string& memory_gpu, const std::string& observer) const;
+  // CPU caches (cached_location), where the test has No Snoop writes.
+  std::vector<std::pair<state, value>> cpu_loads(const state& s, int loc) const;
+  void cpu_store(state& s, int loc, uint64_t v) const;
+  void drop_lines(state& s, int loc, uint32_t first, uint32_t count) const;
+  void stale_lines(state& s, int loc, uint32_t first, uint32_t count) const;
+  uint32_t line_of(int loc, uint32_t word) const;
   void finish_copies(state& s, int agent) const;
   // The loads of a kernel on `gpu`: every way the sectors it has not decided on can go.
   std::vector<std::pair<state, value>> kernel_loads(const state& s, const std::string& gpu,
@@ -164,6 +183,7 @@ class machine {
   int register_index(const std::string& name) const;
 
   static constexpr uint32_t sector_words = 4;   // a 32 B sector, in 8 B words
+  static constexpr uint64_t line_bytes = 64;    // a CPU cache line
   static constexpr uint64_t page_bytes = 4096;  // requests do not cross it
 
   const litmus_spec& m_test;
@@ -176,6 +196,7 @@ class machine {
   std::vector<std::string> m_registers;
   std::vector<route> m_routes;  // every route a TLP may be on (tlp::route)
   uint32_t m_rcb_words = 8;
+  bool m_caches = false;  // a No Snoop write, or Host:snoop off: CPU loads go through caches
 };
 
 }  // namespace p2psim::litmus::reference

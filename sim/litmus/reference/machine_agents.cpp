@@ -18,6 +18,8 @@ void machine::issue(state& s, int a, int step) const {
   tlp t;
   t.ord.ro = op.relaxed_ordering;
   t.ord.ido = op.id_based_ordering;
+  t.no_snoop = op.no_snoop;
+  t.ord.tc = op.traffic_class;
   t.ord.requester = m_fabric.id_of(spec.device);
   t.agent = a;
   t.route = m_agents[size_t(a)].route[size_t(step)];
@@ -93,6 +95,7 @@ void machine::agent_steps(const state& s, int a, std::vector<successor>& out) co
   // A load as this agent makes it: every way it can go.
   auto loads = [&](const state& from) -> std::vector<std::pair<state, value>> {
     if (kernel_view) return kernel_loads(from, spec.device, loc);
+    if (spec.kind == agent_kind::cpu) return cpu_loads(from, loc);
     return {{from, value_of_location(from.memory[size_t(loc)], loc)}};
   };
   switch (op.kind) {
@@ -102,7 +105,10 @@ void machine::agent_steps(const state& s, int a, std::vector<successor>& out) co
         issue(n, a, st.pc);
         return next(std::move(n), "writes " + op.location);
       }
-      land_value(n, loc, 0, m_locations[size_t(loc)].words, op.value, false);
+      if (spec.kind == agent_kind::cpu)
+        cpu_store(n, loc, op.value);
+      else
+        land_value(n, loc, 0, m_locations[size_t(loc)].words, op.value, false);
       return next(std::move(n), "stores " + op.location);
     }
     case op_kind::read: {
@@ -132,6 +138,11 @@ void machine::agent_steps(const state& s, int a, std::vector<successor>& out) co
         }
       }
       return;
+    }
+    case op_kind::flush_cache: {
+      state n = s;
+      drop_lines(n, loc, 0, m_locations[size_t(loc)].words);
+      return next(std::move(n), "flushes the cache lines of " + op.location);
     }
     case op_kind::fence:
       if (st.outstanding == 0 && st.posted_near == 0) next(s, "fence");

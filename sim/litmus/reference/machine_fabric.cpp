@@ -117,6 +117,10 @@ void machine::arrive(state& s, tlp t) const {
   const bool at_proxy = (t.leg == 0 && r.proxied) || t.leg == 3;
   if (t.ord.kind == tlp_kind::posted) {
     land_value(s, loc, t.first, t.count, t.value, m_locations[size_t(loc)].gpu);
+    if (t.no_snoop && m_rules.on("Host:no-snoop"))
+      stale_lines(s, loc, t.first, t.count);
+    else if (m_rules.on("Host:snoop"))
+      drop_lines(s, loc, t.first, t.count);  // snooped: the CPUs' copies go
     return;
   }
   if (t.ord.kind == tlp_kind::read && at_proxy) {
@@ -167,6 +171,7 @@ void machine::arrive(state& s, tlp t) const {
     if (m_locations[size_t(loc)].spec->size < 8)
       now &= (1ull << (8 * m_locations[size_t(loc)].spec->size)) - 1;
     if (now != old) land_value(s, loc, 0, 1, now, m_locations[size_t(loc)].gpu);
+    if (m_rules.on("Host:snoop")) drop_lines(s, loc, 0, 1);
     tlp c = t;
     c.ord.kind = tlp_kind::completion;
     c.ord.requester = r.completer;

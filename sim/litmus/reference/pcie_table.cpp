@@ -27,6 +27,8 @@ bool may_pass(const tlp_ordering& later, const tlp_ordering& earlier, const rule
     if (why) *why = rule;
     return pass;
   };
+  // PCIe Base 2.4.1: the rules hold within one Traffic Class; TLPs of two TCs are not ordered.
+  if (later.tc != earlier.tc) return answer(true, "TCs differ");
   if (earlier.kind == tlp_kind::posted) {
     // Column 2: every row "a) No" (producer/consumer), "b) Y/N" for the attributes. RO lets a
     // posted request, an AtomicOp and a completion pass, never a read request (a read must

@@ -16,6 +16,7 @@ struct tlp_ordering {
   bool ro = false, ido = false;
   int requester = 0;  // Requester ID; for a completion, the Completer ID
   int request = -1;   // for a completion: the request it answers (same Transaction ID)
+  int tc = 0;         // Traffic Class: the table orders TLPs of one TC only
 };
 
 // The rules a cell of the table names (the names of `p2psim litmus --list-rules`) and the

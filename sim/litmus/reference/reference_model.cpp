@@ -128,7 +128,9 @@ const std::vector<std::string>& rule_names() {
                                               "GPU:cpu-sync",
                                               "GPU:flush",
                                               "CUDA:SYNC_MEMOPS",
-                                              "CUDA:stream-order"};
+                                              "CUDA:stream-order",
+                                              "Host:snoop",
+                                              "Host:no-snoop"};
   return names;
 }
 
