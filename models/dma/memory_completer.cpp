@@ -59,7 +59,10 @@ void memory_completer::read(transport::pcie_port& port, tlm::tlm_generic_payload
   sc_core::sc_time when = transport::ps(done - now) + extra;
   const uint64_t base = h.address;
   auto fetch = [&](uint64_t addr, std::span<uint8_t> out) {
-    m_store.read(offset + (addr - base), out);
+    if (m_on_load)
+      m_on_load(offset + (addr - base), out);
+    else
+      m_store.read(offset + (addr - base), out);
   };
   if (const auto& m = transport::meta(gp); m.burst) {
     if (m.tlps > 1) {  // the data path holds one request's slot already

@@ -50,6 +50,10 @@ class memory_completer {
   // what its kernels may still see).
   using store_hook = std::function<void(uint64_t offset, std::span<const uint8_t> data)>;
   void on_store(store_hook hook) { m_on_store = std::move(hook); }
+  // Where a read request's data comes from instead of the store (a mutation of the GPU's read
+  // back, litmus only); TLP by TLP, not for bursts that share the store's chunks.
+  using load_hook = std::function<void(uint64_t offset, std::span<uint8_t> out)>;
+  void on_load(load_hook hook) { m_on_load = std::move(hook); }
 
  private:
   uint64_t latency_ps() const { return pcie::ns_to_ps(m_timing.latency_ns); }
@@ -76,6 +80,7 @@ class memory_completer {
   uint16_t m_id;
   transport::stream_log& m_log;
   store_hook m_on_store;
+  load_hook m_on_load;
 };
 
 }  // namespace p2psim::dma

@@ -35,6 +35,15 @@ gpu::gpu(sc_module_name name, const gpu_params& p, transport::tlp_pool& pool,
     m_visibility.landing(offset, data);
   });
   m_visibility.set_rules(&order.rules);  // the fabric's: it outlives the GPU
+  // GPU:bar1-read-back taken out: a BAR1 read sees landed RDMA writes as a kernel on a peer GPU
+  // that the ordering attribute does not cover would.
+  if (!order.rules.enabled(pcie::order_rule::gpu_bar1_read_back))
+    m_vram_port.on_load([this](uint64_t offset, std::span<uint8_t> out) {
+      if (m_visibility.kernels_observe())
+        m_visibility.kernel_read(offset, out, consumer::peer);
+      else
+        m_vram.read(offset, out);
+    });
 }
 
 void gpu::receive(int, tlm::tlm_generic_payload& gp) {

@@ -71,6 +71,9 @@ const std::vector<rule_info>& ordering_rule_catalogue() {
       {order_rule::cuda_stream_order, "CUDA:stream-order",
        "a copy is complete before the next work on its stream starts, and when the stream or "
        "context is synchronized"},
+      {order_rule::gpu_bar1_read_back, "GPU:bar1-read-back",
+       "a read through BAR1 returns the RDMA writes that have landed, whatever running kernels "
+       "see (guide 5.7)"},
       {order_rule::host_snoop, "Host:snoop",
        "a write to host memory without No Snoop drops the CPUs' cached copies of the lines it "
        "touches (PCIe Base 2.2.6.5)"},

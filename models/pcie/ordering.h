@@ -48,6 +48,7 @@ enum class order_rule : uint8_t {
   gpu_flush,            // "GPU:flush": cuFlushGPUDirectRDMAWrites shows them within its scope
   cuda_sync_memops,     // "CUDA:SYNC_MEMOPS": a synchronous copy with it is complete on return
   cuda_stream_order,    // "CUDA:stream-order": a copy is complete before the stream goes on
+  gpu_bar1_read_back,   // "GPU:bar1-read-back": a BAR1 read returns the RDMA writes landed
   // What CPUs see of host memory (root_complex/cpu_cache.h).
   host_snoop,     // "Host:snoop": a write without No Snoop drops the CPUs' cached lines
   host_no_snoop,  // "Host:no-snoop": one with No Snoop may leave them stale

@@ -122,6 +122,13 @@ TEST_CASE("reference model: a copy that returns early, and SYNC_MEMOPS",
   CHECK(condition_allowed(sync_memops, {"CUDA:SYNC_MEMOPS"}));
 }
 
+TEST_CASE("reference model: a BAR1 read returns what landed (GPU:bar1-read-back)",
+          "[unit][litmus][reference]") {
+  const loaded raw = load("bar1_read_sees_write.yaml");
+  CHECK_FALSE(condition_allowed(raw));
+  CHECK(condition_allowed(raw, {"GPU:bar1-read-back"}));
+}
+
 TEST_CASE("reference model: a root complex that commits RO writes out of order",
           "[unit][litmus][reference]") {
   // No link is slow: only the root complex's way into memory lets the flag pass the data.

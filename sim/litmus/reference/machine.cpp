@@ -199,6 +199,20 @@ state machine::initial() const {
       if (!known) s.views.push_back({loc, a.device, s.memory[size_t(loc)], {}});
     }
   }
+  // GPU:bar1-read-back taken out: BAR1 reads see landed writes as a peer's kernel would.
+  if (!m_rules.on("GPU:bar1-read-back"))
+    for (const auto& a : m_test.agents)
+      for (const auto& o : a.program) {
+        const int loc = location_index(o.location);
+        if (a.kind != agent_kind::dma || o.kind != op_kind::read || loc < 0 ||
+            !m_locations[size_t(loc)].gpu)
+          continue;
+        const std::string& memory = m_locations[size_t(loc)].memory;
+        if (memory == a.device || covered(memory, bar1_reader)) continue;
+        bool known = false;
+        for (const auto& v : s.views) known |= v.location == loc && v.observer == bar1_reader;
+        if (!known) s.views.push_back({loc, bar1_reader, s.memory[size_t(loc)], {}});
+      }
   return s;
 }
 

@@ -160,7 +160,11 @@ class machine {
   void proxy_steps(const state& s, std::vector<successor>& out) const;
 
   void issue(state& s, int a, int step) const;
-  void arrive(state& s, tlp t) const;
+  // A TLP at the end of its leg: every state it can lead to (one but for a BAR1 read that
+  // GPU:bar1-read-back taken out lets see landed writes or not).
+  std::vector<state> arrivals(const state& s, const tlp& t) const;
+  // `data`: what a read is answered from (nullptr: the location's memory).
+  void arrive(state& s, tlp t, const words* data = nullptr) const;
   void enter(state& s, tlp t, int leg, int hop) const;
   void land(state& s, int loc, uint32_t first, const words& data, bool rdma) const;
   void land_value(state& s, int loc, uint32_t first, uint32_t count, uint64_t v, bool rdma) const;
@@ -182,9 +186,10 @@ class machine {
   int location_index(const std::string& name) const;
   int register_index(const std::string& name) const;
 
-  static constexpr uint32_t sector_words = 4;   // a 32 B sector, in 8 B words
-  static constexpr uint64_t line_bytes = 64;    // a CPU cache line
-  static constexpr uint64_t page_bytes = 4096;  // requests do not cross it
+  static constexpr uint32_t sector_words = 4;         // a 32 B sector, in 8 B words
+  static constexpr uint64_t line_bytes = 64;          // a CPU cache line
+  static constexpr const char* bar1_reader = "BAR1";  // the view BAR1 reads see (view_state)
+  static constexpr uint64_t page_bytes = 4096;        // requests do not cross it
 
   const litmus_spec& m_test;
   const topo::topology& m_topo;

@@ -75,14 +75,36 @@ void machine::queue_steps(const state& s, int q, std::vector<successor>& out) co
     const leg& l = leg_of(t);
     if (size_t(t.hop) + 1 < l.queues.size()) {
       enter(n, t, t.leg, t.hop + 1);
-    } else {
-      arrive(n, t);
+      out.push_back({std::move(n), label});
+      continue;
     }
-    out.push_back({std::move(n), label});
+    for (state& a : arrivals(n, t)) out.push_back({std::move(a), label});
   }
 }
 
-void machine::arrive(state& s, tlp t) const {
+std::vector<state> machine::arrivals(const state& s, const tlp& t) const {
+  const route& r = m_routes[size_t(t.route)];
+  const int loc = location_index(step_of(t)->location);
+  const bool at_completer = !((t.leg == 0 && r.proxied) || t.leg == 3);
+  if (t.ord.kind == tlp_kind::read && at_completer && m_locations[size_t(loc)].gpu)
+    for (const view_state& v : s.views)
+      if (v.location == loc && v.observer == bar1_reader) {
+        std::vector<state> out;
+        for (auto& [n, seen] : kernel_loads(s, bar1_reader, loc)) {
+          words data;
+          for (const view_state& w : n.views)
+            if (w.location == loc && w.observer == bar1_reader) data = w.seen;
+          arrive(n, t, &data);
+          out.push_back(std::move(n));
+        }
+        return out;
+      }
+  state n = s;
+  arrive(n, t);
+  return {std::move(n)};
+}
+
+void machine::arrive(state& s, tlp t, const words* data) const {
   const route& r = m_routes[size_t(t.route)];
   const op_spec* op = step_of(t);
   const int loc = location_index(op->location);
@@ -148,7 +170,7 @@ void machine::arrive(state& s, tlp t) const {
     return;
   }
   if (t.ord.kind == tlp_kind::read) {
-    const words& m = s.memory[size_t(loc)];
+    const words& m = data ? *data : s.memory[size_t(loc)];
     answer(t, words(m.begin() + t.first, m.begin() + t.first + t.count), t.leg == 2 ? 3 : 1,
            r.completer);
     return;

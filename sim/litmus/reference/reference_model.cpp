@@ -129,6 +129,7 @@ const std::vector<std::string>& rule_names() {
                                               "GPU:flush",
                                               "CUDA:SYNC_MEMOPS",
                                               "CUDA:stream-order",
+                                              "GPU:bar1-read-back",
                                               "Host:snoop",
                                               "Host:no-snoop"};
   return names;
