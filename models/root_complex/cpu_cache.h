@@ -62,7 +62,7 @@ class cpu_cache {
   }
   // A flush (clflush): drops the lines of [offset, offset + bytes).
   void flush(uint64_t offset, uint64_t bytes) {
-    if (m_lines.empty() || !bytes) return;  // every write to host memory comes here
+    if (m_lines.empty() || !bytes) return;
     m_lines.erase(m_lines.lower_bound(offset / line_bytes),
                   m_lines.upper_bound((offset + bytes - 1) / line_bytes));
   }

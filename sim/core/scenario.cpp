@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "sim/config/error.h"
 #include "sim/config/reader.h"
 #include "sim/core/program.h"
@@ -97,6 +99,17 @@ scenario load_scenario(const std::string& path,
   config::document doc = config::document::load(path);
   for (const auto& o : overrides) apply_override(doc, o, config::override_rules{});
   config::node_reader r = doc.root();
+  // Other kinds of p2psim file, given where a scenario belongs: say what they are.
+  for (const char* key : {"sockets", "switches", "devices", "links"})
+    if (r.has(key))
+      r.fail(key, fmt::format("{} is a topology file, not a scenario: `p2psim topo {}` shows it, "
+                              "and a scenario names it under `topology:` "
+                              "(docs/formats-scenario.md)",
+                              path, path));
+  for (const char* key : {"agents", "locations"})
+    if (r.has(key))
+      r.fail(key, fmt::format("{} is a litmus test, not a scenario: `p2psim litmus {}` runs it",
+                              path, path));
   reject_unknown(
       r, {"name", "description", "topology", "topologies", "transfers", "measure", "verify", "seed",
           "fidelity", "matrix", "driver", "peer_driver", "processes", "program", "watchdog"});

@@ -1,5 +1,7 @@
 #include "sim/litmus/junit.h"
 
+#include <sstream>
+
 #include <fmt/format.h>
 
 #include <pugixml.hpp>
@@ -7,8 +9,7 @@
 
 namespace p2psim::litmus {
 
-void write_junit(const std::string& path, const std::string& suite,
-                 const std::vector<junit_case>& cases) {
+std::string junit_xml(const std::string& suite, const std::vector<junit_case>& cases) {
   pugi::xml_document doc;
   auto decl = doc.append_child(pugi::node_declaration);
   decl.append_attribute("version") = "1.0";
@@ -54,8 +55,9 @@ void write_junit(const std::string& path, const std::string& suite,
     }
     tc.append_child("system-out").append_child(pugi::node_pcdata).set_value(c.report.c_str());
   }
-  if (!doc.save_file(path.c_str(), "  "))
-    throw std::runtime_error("cannot write JUnit XML to " + path);
+  std::ostringstream out;
+  doc.save(out, "  ");
+  return out.str();
 }
 
 }  // namespace p2psim::litmus

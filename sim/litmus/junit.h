@@ -17,8 +17,7 @@ struct junit_case {
   std::string failure;  // one line: why it failed ("" when it passed)
 };
 
-// Throws std::runtime_error when the file cannot be written.
-void write_junit(const std::string& path, const std::string& suite,
-                 const std::vector<junit_case>& cases);
+// The XML document, for the command to write where it was asked to.
+std::string junit_xml(const std::string& suite, const std::vector<junit_case>& cases);
 
 }  // namespace p2psim::litmus

@@ -14,6 +14,8 @@ namespace {
 }
 }  // namespace
 
+// The values are split at commas outside brackets and braces, so a list or map is one value:
+// `matrix.devices=[gpu0, gpu1],[gpu0, nic0]` has two.
 axis parse_axis(const std::string& text) {
   auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
@@ -21,15 +23,27 @@ axis parse_axis(const std::string& text) {
   axis a;
   a.key = text.substr(0, eq);
   std::set<std::string> seen;
-  for (size_t at = eq + 1;;) {
-    size_t comma = text.find(',', at);
-    std::string v = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+  auto add = [&](std::string v) {
+    const size_t first = v.find_first_not_of(' '), last = v.find_last_not_of(' ');
+    v = first == std::string::npos ? "" : v.substr(first, last - first + 1);
     if (v.empty()) bad("'" + text + "' has an empty value");
     if (!seen.insert(v).second) bad("'" + text + "' lists " + v + " twice");
     a.values.push_back(v);
-    if (comma == std::string::npos) break;
-    at = comma + 1;
+  };
+  int depth = 0;
+  size_t start = eq + 1;
+  for (size_t i = start; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '[' || c == '{') ++depth;
+    if ((c == ']' || c == '}') && --depth < 0)
+      bad("'" + text + "' closes a bracket it never opened");
+    if (c == ',' && depth == 0) {
+      add(text.substr(start, i - start));
+      start = i + 1;
+    }
   }
+  if (depth != 0) bad("'" + text + "' leaves a bracket open");
+  add(text.substr(start));
   return a;
 }
 

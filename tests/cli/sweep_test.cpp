@@ -127,3 +127,17 @@ TEST_CASE("plot: a sweep CSV becomes an SVG with one line per value", "[cli][plo
   CHECK(unknown.exit_code == 2);
   CHECK(unknown.err.find("--x 'gen' is not a column") != std::string::npos);
 }
+
+TEST_CASE("sweep: a list value of --vary is one point of the sweep", "[cli][sweep]") {
+  const std::string csv = in_build("sweep_lists.csv");
+  auto r = run_cli(
+      "sweep scenarios/default.yaml --vary "
+      "'topologies=[../topologies/single_rc.yaml],[../topologies/switch_only.yaml]' --csv " +
+      csv);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("sweep: 2 runs, 0 failed") != std::string::npos);
+  const std::string text = p2psim::test::read_text(csv);
+  CHECK(text.find("0,[../topologies/single_rc.yaml],single_rc,") != std::string::npos);
+  CHECK(text.find("1,[../topologies/switch_only.yaml],switch_only,") != std::string::npos);
+}

@@ -18,6 +18,16 @@ TEST_CASE("sweep: --vary key=v1,v2 gives the key and its values in order", "[swe
     CHECK_THROWS_AS(parse_axis(bad), p2psim::config::error);
 }
 
+TEST_CASE("sweep: a list or map value of --vary is one value with its commas", "[sweep]") {
+  axis a = parse_axis("matrix.devices=[gpu0, gpu1],[gpu0, nic0], [nic0]");
+  CHECK(a.key == "matrix.devices");
+  CHECK(a.values == std::vector<std::string>{"[gpu0, gpu1]", "[gpu0, nic0]", "[nic0]"});
+  CHECK(parse_axis("x={a: 1, b: 2},{a: 3}").values ==
+        std::vector<std::string>{"{a: 1, b: 2}", "{a: 3}"});
+  for (const char* bad : {"x=[a, b", "x=a],[b", "x=[a],[a]", "x=[a],"})
+    CHECK_THROWS_AS(parse_axis(bad), p2psim::config::error);
+}
+
 TEST_CASE("sweep: the plan is the cartesian product and the last axis varies fastest", "[sweep]") {
   plan p = make_plan("/s.yaml", {"a=1"}, {parse_axis("x=1,2"), parse_axis("y=a,b,c")});
   REQUIRE(p.runs() == 6);

@@ -23,6 +23,7 @@
 #include "sim/topology/address_map.h"
 #include "sim/topology/topology_loader.h"
 #include "tools/p2psim/commands.h"
+#include "tools/p2psim/output_file.h"
 
 namespace p2psim::cli {
 
@@ -41,7 +42,9 @@ void add_bar1(CLI::App& app, bar1_args& a) {
                 "the GPU's BAR1 in the topology, and that size)");
   c->add_option("--gpu", a.gpu, "The GPU to size (default: the one the program uses)");
   c->add_option("--set", a.sets, "Override a parameter: path=value (e.g. link.gpu0.gen=4)");
-  c->add_option("--json", a.json, "Write the figures as JSON to this file");
+  c->add_option("--json", a.json,
+                "Write the figures as JSON to this file (-: standard output, instead of the "
+                "report)");
   c->add_option("--plot", a.plot,
                 "Draw peak use and pin failures per size into this SVG (gnuplot)");
   c->add_option("--only-size", a.only_size)->group("");      // internal
@@ -147,6 +150,8 @@ int bar1_command(const bar1_args& a, const char* argv0) {
     throw config::error({"--plot " + a.plot, 0, 0}, "",
                         "drawing needs gnuplot, which is not on PATH (tools/install-deps.sh "
                         "installs gnuplot-nox)");
+  if (!a.json.empty()) check_writable("--json", a.json);
+  if (!a.plot.empty()) check_writable("--plot", a.plot);
 
   sizing::report r;
   r.scenario = sc.name;
@@ -177,17 +182,15 @@ int bar1_command(const bar1_args& a, const char* argv0) {
   }
   if (progress) std::cerr << "\r\033[K" << std::flush;
 
-  std::cout << fmt::format("p2psim bar1 {}: {}\n", sc.file, sc.name);
-  if (!sc.description.empty()) std::cout << sc.description << "\n";
-  if (!sc.transfers.empty())
-    std::cout << "(the scenario's transfers are left out: only the program's pins are sized)\n";
-  std::cout << "\n";
-  sizing::print_report(std::cout, r);
-  if (!a.json.empty()) {
-    std::ofstream f(a.json);
-    if (!f) throw config::error({a.json, 0, 0}, "--json", "cannot write this file");
-    f << sizing::to_json(r).dump(2) << "\n";
+  if (!is_stdout(a.json)) {  // standard output carries the JSON alone
+    std::cout << fmt::format("p2psim bar1 {}: {}\n", sc.file, sc.name);
+    if (!sc.description.empty()) std::cout << sc.description << "\n";
+    if (!sc.transfers.empty())
+      std::cout << "(the scenario's transfers are left out: only the program's pins are sized)\n";
+    std::cout << "\n";
+    sizing::print_report(std::cout, r);
   }
+  if (!a.json.empty()) write_output("--json", a.json, sizing::to_json(r).dump(2) + "\n");
   fs::remove_all(tmp);
   if (!a.plot.empty()) run_gnuplot(sizing::gnuplot_script(r, a.plot));
   if (sizing::recommend(r.sizes)) return 0;

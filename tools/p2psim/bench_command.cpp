@@ -23,6 +23,7 @@
 #include "sim/config/units.h"
 #include "sim/core/scenario.h"
 #include "tools/p2psim/commands.h"
+#include "tools/p2psim/output_file.h"
 
 namespace p2psim::cli {
 
@@ -66,7 +67,9 @@ void add_bench(CLI::App& app, bench_args& a) {
   c->add_option("--pin-cycles", a.pin_cycles,
                 "Which kinds of pin cycle --pins runs: get_put, alloc_free, revoke, kmd, "
                 "regcache (default: all)");
-  c->add_option("--json", a.json, "Write the figures as JSON to this file");
+  c->add_option("--json", a.json,
+                "Write the figures as JSON to this file (-: standard output, instead of the "
+                "report)");
   c->add_option("--floor", a.floor)->group("");              // internal: TXNS,HOPS[,IN_FLIGHT]
   c->add_option("--result-file", a.result_file)->group("");  // internal
 }
@@ -279,12 +282,7 @@ int bench_command(const bench_args& a, const char* argv0) {
   const std::vector<std::string> pin_kinds =
       a.pin_cycles.empty() ? bench::pin_cycle_kinds()
                            : bench::parse_pin_cycle_kinds(a.pin_cycles, "--pin-cycles");
-  if (!a.json.empty()) {
-    fs::path folder = fs::path(a.json).parent_path();
-    std::error_code ec;
-    if (!folder.empty() && !fs::is_directory(folder, ec))
-      bad_option("--json", "no folder " + folder.string() + " to write " + a.json + " in");
-  }
+  if (!a.json.empty()) check_writable("--json", a.json);
 
   try {
     bench_runner runner(argv0);
@@ -324,12 +322,8 @@ int bench_command(const bench_args& a, const char* argv0) {
     return 1;
   }
 
-  bench::print_report(std::cout, r);
-  if (!a.json.empty()) {
-    std::ofstream f(a.json);
-    if (!f) bad_option("--json", "cannot write " + a.json);
-    f << bench::to_json(r).dump(2) << "\n";
-  }
+  if (!is_stdout(a.json)) bench::print_report(std::cout, r);  // else the JSON alone
+  if (!a.json.empty()) write_output("--json", a.json, bench::to_json(r).dump(2) + "\n");
   return 0;
 }
 

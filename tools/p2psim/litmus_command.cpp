@@ -21,6 +21,7 @@
 #include "sim/litmus/reference/reference_model.h"
 #include "sim/topology/topology_loader.h"
 #include "tools/p2psim/commands.h"
+#include "tools/p2psim/output_file.h"
 
 namespace p2psim::cli {
 
@@ -34,7 +35,9 @@ void add_litmus(CLI::App& app, litmus_args& a) {
                 "Runs per test (exhaustive when the choices fit, else random); default: the "
                 "test's own `runs`, else 200");
   c->add_option("--seed", a.seed, "Seed of the random runs (default 1)");
-  c->add_option("--junit", a.junit, "Write JUnit XML to this file");
+  c->add_option("--junit", a.junit,
+                "Write JUnit XML to this file (-: standard output, the report going to "
+                "standard error)");
   c->add_option("--mutate", a.mutate, "Turn this ordering rule off (see --list-rules)");
   c->add_option("--choices", a.choices, "Replay one run: the choices an outcome printed");
   c->add_flag("--fail-fast", a.fail_fast, "Stop at the first test that fails");
@@ -294,7 +297,16 @@ int mutation_score(const std::vector<litmus::litmus_spec>& tests,
     opt.seed = a.seed;
     opt.rules.disable(rule.id);
     litmus::rule_kills k{rule.name, {}, {}};
-    for (size_t i = 0; i < tests.size() && !k.covered(); ++i) {
+    // The tests whose rule (`spec`) names this one first: they are the likeliest to fail
+    // without it. Once one has failed, only a test of another class can add to the score.
+    std::vector<size_t> order(tests.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_partition(order.begin(), order.end(), [&](size_t i) {
+      return tests[i].spec.find(rule.name) != std::string::npos;
+    });
+    for (size_t n = 0; n < order.size() && !k.covered(); ++n) {
+      const size_t i = order[n];
+      if (k.classes.count(cls[i])) continue;
       const litmus::test_result r = litmus::explore(tests[i], topologies[i], opt);
       if (failure(tests[i], r, false).empty()) continue;
       k.tests.push_back(tests[i].name);
@@ -333,6 +345,7 @@ int litmus_command(const litmus_args& a) {
     return 0;
   }
   if (a.paths.empty()) throw config::error({}, "paths", "name at least one litmus file or folder");
+  if (!a.junit.empty()) check_writable("--junit", a.junit);
   litmus::explore_options opt;
   if (!a.mutate.empty()) {  // every run's fabric is built with this rule off
     auto rule = pcie::ordering_rule_by_name(a.mutate);
@@ -379,13 +392,15 @@ int litmus_command(const litmus_args& a) {
   if (a.mutation_score)
     return mutation_score(tests, topologies, a,
                           a.mutate.empty() ? std::nullopt : pcie::ordering_rule_by_name(a.mutate));
+  // Standard output carries the JUnit XML alone when it is asked for there.
+  std::ostream& out = is_stdout(a.junit) ? std::cerr : std::cout;
   std::vector<litmus::junit_case> cases;
   size_t failed = 0, exhaustive = 0;
   uint64_t runs = 0;
   double wall = 0;
   for (size_t i = 0; i < tests.size(); ++i) {
     const auto& t = tests[i];
-    std::cout << fmt::format("{}  ({})\n", t.name, t.file) << std::flush;
+    out << fmt::format("{}  ({})\n", t.name, t.file) << std::flush;
     litmus::test_result r = litmus::explore(t, topologies[i], opt);
     std::string text = report(t, r), why = failure(t, r, a.lint);
     if (a.mutate.empty() && a.choices.empty() && !a.no_model) {
@@ -393,7 +408,7 @@ int litmus_command(const litmus_args& a) {
       text += m.text;
       if (why.empty()) why = m.failure;
     }
-    std::cout << text << (why.empty() ? "  ok\n\n" : "  FAILED: " + why + "\n\n") << std::flush;
+    out << text << (why.empty() ? "  ok\n\n" : "  FAILED: " + why + "\n\n") << std::flush;
     failed += !why.empty();
     runs += r.processes;
     exhaustive += r.exhaustive;
@@ -401,19 +416,19 @@ int litmus_command(const litmus_args& a) {
     cases.push_back({t.name, t.file, r, text, why});
     if (a.fail_fast && !why.empty()) break;
   }
-  std::cout << fmt::format(
+  out << fmt::format(
       "litmus: {} tests, {} passed, {} failed, {} in every order ({} runs, {:.1f} s){}\n",
       cases.size(), cases.size() - failed, failed, exhaustive, runs, wall,
       a.mutate.empty() ? "" : ", rule " + a.mutate + " turned off");
   const bool too_few = exhaustive < size_t(a.min_exhaustive);
   if (too_few)
-    std::cout << fmt::format(
+    out << fmt::format(
         "litmus: FAILED: {} tests explored in every order, --min-exhaustive asks for {}\n",
         exhaustive, a.min_exhaustive);
   if (!a.junit.empty()) {
     std::string suite = "p2psim litmus";
     if (!a.mutate.empty()) suite += " --mutate " + a.mutate;
-    litmus::write_junit(a.junit, suite, cases);
+    write_output("--junit", a.junit, litmus::junit_xml(suite, cases));
   }
   return failed || too_few ? 1 : 0;
 }

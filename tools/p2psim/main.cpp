@@ -14,6 +14,7 @@
 int sc_main(int argc, char* argv[]) {
   CLI::App app{"p2psim: a PCIe peer-to-peer (GPUDirect RDMA) fabric simulator"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "p2psim " P2PSIM_VERSION " (SystemC " SC_VERSION ")");
   p2psim::cli::run_args run;
   p2psim::cli::topo_args topo;
   p2psim::cli::litmus_args litmus;

@@ -19,6 +19,7 @@
 #include "sim/topology/address_map.h"
 #include "sim/topology/topology_loader.h"
 #include "tools/p2psim/commands.h"
+#include "tools/p2psim/output_file.h"
 
 namespace p2psim::cli {
 
@@ -36,12 +37,16 @@ void add_p2p(CLI::App& app, p2p_args& a) {
   c->add_option("--fidelity", a.fidelity, "tlp (every TLP, the default) or burst")
       ->check(CLI::IsMember({"tlp", "burst"}));
   c->add_option("--set", a.sets, "Override a topology parameter: path=value (link.gpu0.gen=4)");
-  c->add_option("--json", a.json, "Write the matrices as JSON to this file");
+  c->add_option("--json", a.json,
+                "Write the matrices as JSON to this file (-: standard output, instead of the "
+                "report)");
   c->add_option("--scenario", a.scenario,
                 "Also write the CUDA program it runs, as a scenario file, here");
 }
 
 int p2p_command(const p2p_args& a) {
+  if (!a.json.empty()) check_writable("--json", a.json);
+  if (!a.scenario.empty()) check_writable("--scenario", a.scenario);
   split_overrides sets = parse_sets(a.sets);
   if (!sets.scenario.empty())
     throw config::error({"--set " + sets.scenario.front().path, 0, 0}, "--set",
@@ -79,17 +84,17 @@ int p2p_command(const p2p_args& a) {
   for (const auto& e : r.errors) std::cerr << "ERROR: " << e << "\n";
   if (!r.errors.empty()) return 1;
   const auto f = p2p::from_run(r, gpus, access, o.bytes);
-  p2p::print(std::cout, f, a.topology);
-  std::cout << fmt::format("\nSimulated {:.3f} ms, {} TLPs at {} fidelity, {:.2f} s wall\n",
-                           r.simulated_ns * 1e-6, r.tlps, r.fidelity, r.wall_seconds);
+  if (!is_stdout(a.json)) {  // standard output carries the JSON alone
+    p2p::print(std::cout, f, a.topology);
+    std::cout << fmt::format("\nSimulated {:.3f} ms, {} TLPs at {} fidelity, {:.2f} s wall\n",
+                             r.simulated_ns * 1e-6, r.tlps, r.fidelity, r.wall_seconds);
+  }
   if (!a.json.empty()) {
-    std::ofstream j(a.json);
-    if (!j) throw config::error({a.json, 0, 0}, "--json", "cannot write this file");
     auto out = p2p::to_json(f);
     out["topology_file"] = a.topology;
     out["fidelity"] = r.fidelity;
     out["simulated_ns"] = r.simulated_ns;
-    j << out.dump(2) << "\n";
+    write_output("--json", a.json, out.dump(2) + "\n");
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 #include "sim/config/error.h"
 #include "sim/sweep/csv_plot.h"
 #include "tools/p2psim/commands.h"
+#include "tools/p2psim/output_file.h"
 
 namespace p2psim::cli {
 
@@ -39,6 +40,10 @@ void run_gnuplot(const std::string& script) {
 }
 
 int plot_command(const plot_args& a) {
+  if (is_stdout(a.output))
+    throw config::error(config::source_loc{}, "--output",
+                        "an SVG file for gnuplot to write (standard output is not one)");
+  check_writable("--output", a.output);
   std::ifstream f(a.csv);
   if (!f) throw config::error(config::source_loc{a.csv, 0, 0}, "", "cannot read this file");
   std::stringstream text;

@@ -18,6 +18,7 @@
 #include "sim/topology/topology_graph.h"
 #include "sim/topology/topology_loader.h"
 #include "tools/p2psim/commands.h"
+#include "tools/p2psim/output_file.h"
 
 namespace p2psim::cli {
 
@@ -27,12 +28,17 @@ using nlohmann::json;
 void add_run(CLI::App& app, run_args& a) {
   auto* c = app.add_subcommand("run", "Run a scenario and print its bandwidth / latency report");
   c->add_option("scenario", a.scenario, "Scenario YAML file")->required();
-  c->add_option("--json", a.json, "Write the results as JSON to this file");
+  c->add_option("--json", a.json,
+                "Write the results as JSON to this file (-: standard output, instead of the "
+                "report)");
   c->add_option("--set", a.sets, "Override a parameter: path=value (e.g. link.gpu0.gen=4)");
   c->add_option_function<std::string>(
        "--fidelity", [&a](const std::string& f) { a.sets.push_back("fidelity=" + f); },
        "tlp (every TLP, the default) or burst (DMAs in bursts of TLPs, for sweeps)")
       ->check(CLI::IsMember({"tlp", "burst"}));
+  c->add_option_function<uint64_t>(
+      "--seed", [&a](uint64_t s) { a.sets.push_back("seed=" + std::to_string(s)); },
+      "The data patterns' seed (the scenario's `seed`, default 1; results do not depend on it)");
   c->add_option_function<std::string>(
       "--watchdog", [&a](const std::string& t) { a.sets.push_back("watchdog=" + t); },
       "End the run if simulated time stands still this long in wall time while the model "
@@ -108,6 +114,7 @@ json combined_json(const core::scenario& sc, const std::vector<core::run_result>
   json j;
   j["scenario"] = sc.name;
   j["scenario_file"] = sc.file;
+  j["seed"] = sc.seed;
   j["bandwidth"] = json::array();
   j["latency"] = json::array();
   j["runs"] = json::array();
@@ -138,6 +145,7 @@ json combined_json(const core::scenario& sc, const std::vector<core::run_result>
 
 int run_command(const run_args& a, const char* argv0) {
   auto wall0 = std::chrono::steady_clock::now();
+  if (!a.json.empty()) check_writable("--json", a.json);
   split_overrides sets = parse_sets(a.sets);
   core::scenario sc = core::load_scenario(a.scenario, sets.scenario);
 
@@ -175,17 +183,14 @@ int run_command(const run_args& a, const char* argv0) {
   }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
-  std::cout << fmt::format("p2psim run {}: {}\n", sc.file, sc.name);
-  if (!sc.description.empty()) std::cout << sc.description << "\n";
-  std::cout << "\n";
-  for (const auto& r : runs) core::print_run(std::cout, r, sc.matrix ? &*sc.matrix : nullptr);
-  if (runs.size() > 1) core::print_comparison(std::cout, runs);
-
-  if (!a.json.empty()) {
-    std::ofstream f(a.json);
-    if (!f) throw config::error({a.json, 0, 0}, "--json", "cannot write this file");
-    f << combined_json(sc, runs, wall).dump(2) << "\n";
+  if (!is_stdout(a.json)) {  // standard output carries the JSON alone
+    std::cout << fmt::format("p2psim run {}: {}\n", sc.file, sc.name);
+    if (!sc.description.empty()) std::cout << sc.description << "\n";
+    std::cout << "\n";
+    for (const auto& r : runs) core::print_run(std::cout, r, sc.matrix ? &*sc.matrix : nullptr);
+    if (runs.size() > 1) core::print_comparison(std::cout, runs);
   }
+  if (!a.json.empty()) write_output("--json", a.json, combined_json(sc, runs, wall).dump(2) + "\n");
   bool failed = false;
   for (const auto& r : runs) failed |= !r.errors.empty();
   return failed ? 1 : 0;

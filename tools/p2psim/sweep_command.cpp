@@ -16,6 +16,7 @@
 #include "sim/sweep/slurm_script.h"
 #include "sim/sweep/sweep_csv.h"
 #include "tools/p2psim/commands.h"
+#include "tools/p2psim/output_file.h"
 
 namespace p2psim::cli {
 
@@ -26,8 +27,14 @@ void add_sweep(CLI::App& app, sweep_args& a) {
   c->add_option("scenario", a.scenario, "Scenario YAML file");
   c->add_option("--vary", a.vary, "key=v1,v2,...: a parameter and its values (repeatable)");
   c->add_option("--set", a.sets, "A fixed override for every run: path=value");
+  c->add_option_function<std::string>(
+       "--fidelity", [&a](const std::string& f) { a.sets.push_back("fidelity=" + f); },
+       "Every run at tlp (every TLP, the default) or burst fidelity (--set fidelity=...)")
+      ->check(CLI::IsMember({"tlp", "burst"}));
   c->add_option("--jobs,-j", a.jobs, "Runs at a time")->check(CLI::Range(1, 256));
-  c->add_option("--csv", a.csv, "Write the results here, one row per run and metric");
+  c->add_option("--csv", a.csv,
+                "Write the results here, one row per run and metric (-: standard output, "
+                "with --dir)");
   c->add_option("--dir", a.dir, "Keep each run's JSON and log here (default: CSV name + .runs)");
   c->add_option("--emit-slurm", a.emit_slurm, "Write a Slurm job array for the sweep into DIR");
   c->add_option("--collect", a.collect, "Merge a sweep directory's results into --csv");
@@ -104,9 +111,12 @@ size_t run_local(const sweep::plan& p, const std::string& dir, int jobs) {
 }
 
 void write_csv(const std::string& csv, const sweep::plan& p, const std::string& dir) {
-  std::ofstream f(csv);
-  if (!f) usage("--csv", "cannot write " + csv);
-  f << sweep::to_csv(p, sweep::read_results(dir, p));
+  write_output("--csv", csv, sweep::to_csv(p, sweep::read_results(dir, p)));
+}
+
+// Where the closing line goes: standard error when standard output carries the CSV.
+std::ostream& summary_stream(const std::string& csv) {
+  return is_stdout(csv) ? std::cerr : std::cout;
 }
 
 }  // namespace
@@ -114,6 +124,7 @@ void write_csv(const std::string& csv, const sweep::plan& p, const std::string& 
 int sweep_command(const sweep_args& a) {
   if (!a.collect.empty()) {  // merge a (Slurm) sweep directory
     if (a.csv.empty()) usage("--collect", "needs --csv FILE");
+    check_writable("--csv", a.csv);
     if (!a.scenario.empty() || !a.vary.empty())
       usage("--collect", "takes a sweep directory only (no scenario or --vary)");
     sweep::plan p = sweep::read_plan(a.collect);
@@ -124,7 +135,7 @@ int sweep_command(const sweep_args& a) {
       failed += r.exit_code && *r.exit_code != 0;
     }
     write_csv(a.csv, p, a.collect);
-    std::cout << fmt::format(
+    summary_stream(a.csv) << fmt::format(
         "sweep: collected {} runs from {} ({} failed, {} not finished) -> {}\n", p.runs(),
         a.collect, failed, missing, a.csv);
     return failed || missing ? 1 : 0;
@@ -151,13 +162,17 @@ int sweep_command(const sweep_args& a) {
     return 0;
   }
   if (a.csv.empty()) usage("sweep", "needs --csv FILE (or --emit-slurm DIR)");
+  if (is_stdout(a.csv) && a.dir.empty())
+    usage("--csv", "- (standard output) needs --dir DIR for the runs' results");
+  check_writable("--csv", a.csv);
   const std::string dir = a.dir.empty() ? a.csv + ".runs" : a.dir;
   auto wall0 = std::chrono::steady_clock::now();
   size_t failed = run_local(p, dir, a.jobs);
   write_csv(a.csv, p, dir);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  std::cout << fmt::format("sweep: {} runs, {} failed, {} at a time, {:.1f} s -> {} (runs in {})\n",
-                           p.runs(), failed, a.jobs, wall, a.csv, dir);
+  summary_stream(a.csv) << fmt::format(
+      "sweep: {} runs, {} failed, {} at a time, {:.1f} s -> {} (runs in {})\n", p.runs(), failed,
+      a.jobs, wall, a.csv, dir);
   return failed ? 1 : 0;
 }
 

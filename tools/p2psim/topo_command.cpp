@@ -1,6 +1,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "models/gpu/gpu_spec.h"
 #include "sim/config/error.h"
@@ -13,6 +14,7 @@
 #include "sim/topology/topology_graph.h"
 #include "sim/topology/topology_loader.h"
 #include "tools/p2psim/commands.h"
+#include "tools/p2psim/output_file.h"
 
 namespace p2psim::cli {
 
@@ -23,15 +25,11 @@ namespace {
 int write_imported(const topo_args& a, const std::string& yaml,
                    const std::vector<std::string>& warnings, const std::string& from) {
   for (const auto& w : warnings) std::cerr << w << "\n";
-  if (a.output.empty()) {
+  if (a.output.empty() || is_stdout(a.output)) {
     std::cout << yaml;
     return 0;
   }
-  {
-    std::ofstream f(a.output, std::ios::binary);
-    if (!(f << yaml) || !f.flush())
-      throw config::error({a.output, 0, 0}, "--output", "cannot write this file");
-  }
+  write_output("--output", a.output, yaml);
   topo::load_options lo;
   lo.platform_dirs = platform_dirs();
   topo::topology t;
@@ -89,7 +87,9 @@ std::vector<std::string> platform_dirs() {
 void add_topo(CLI::App& app, topo_args& a) {
   auto* c = app.add_subcommand("topo", "Print a topology's tree and nvidia-smi topo -m matrix");
   auto* topology = c->add_option("topology", a.topology, "Topology YAML file");
-  auto* dot = c->add_option("--dot", a.dot, "Write the topology as Graphviz DOT to this file");
+  auto* dot = c->add_option("--dot", a.dot,
+                            "Write the topology as Graphviz DOT to this file (-: standard "
+                            "output, instead of the report)");
   auto* set =
       c->add_option("--set", a.sets, "Override a parameter: path=value (e.g. link.gpu0.gen=4)");
   auto* import = c->add_option("--import-nccl", a.import_nccl,
@@ -108,7 +108,8 @@ void add_topo(CLI::App& app, topo_args& a) {
                 "with a warning)")
       ->needs(smi);
   auto* out = c->add_option("-o,--output", a.output,
-                            "With --import-nccl or --import-nvidia-smi: the YAML file to write");
+                            "With --import-nccl or --import-nvidia-smi: the YAML file to write "
+                            "(default, or -: standard output)");
   c->parse_complete_callback([&a, out] {
     if (a.topology.empty() && a.import_nccl.empty() && a.import_smi.empty())
       throw CLI::RequiredError("topology (or --import-nccl FILE, or --import-nvidia-smi FILE)");
@@ -118,6 +119,8 @@ void add_topo(CLI::App& app, topo_args& a) {
 }
 
 int topo_command(const topo_args& a) {
+  if (!a.output.empty()) check_writable("--output", a.output);
+  if (!a.dot.empty()) check_writable("--dot", a.dot);
   if (!a.import_nccl.empty()) return import_nccl(a);
   if (!a.import_smi.empty()) return import_smi(a);
   topo::load_options opt;
@@ -130,16 +133,18 @@ int topo_command(const topo_args& a) {
     return 0;
   }
   topo::address_map m = topo::enumerate(t);
-  std::cout << "Topology " << t.name << " (" << t.file << ")\n";
-  if (!t.description.empty()) std::cout << t.description << "\n";
-  std::cout << "\n";
-  topo::print_tree(std::cout, t, m);
-  std::cout << "\n";
-  topo::print_topo_matrix(std::cout, t);
+  if (!is_stdout(a.dot)) {  // else standard output carries the DOT alone
+    std::cout << "Topology " << t.name << " (" << t.file << ")\n";
+    if (!t.description.empty()) std::cout << t.description << "\n";
+    std::cout << "\n";
+    topo::print_tree(std::cout, t, m);
+    std::cout << "\n";
+    topo::print_topo_matrix(std::cout, t);
+  }
   if (!a.dot.empty()) {
-    std::ofstream f(a.dot);
-    if (!f) throw config::error({a.dot, 0, 0}, "--dot", "cannot write this file");
-    topo::write_dot(f, t);
+    std::ostringstream dot;
+    topo::write_dot(dot, t);
+    write_output("--dot", a.dot, dot.str());
   }
   return 0;
 }

@@ -20,6 +20,7 @@
 #include "sim/validate/measurement_table.h"
 #include "sim/validate/validation_report.h"
 #include "tools/p2psim/commands.h"
+#include "tools/p2psim/output_file.h"
 
 namespace p2psim::cli {
 
@@ -33,7 +34,9 @@ void add_validate(CLI::App& app, validate_args& a) {
                 "The table of measurements (default: the source tree's "
                 "scenarios/validation/measurements.yaml)");
   c->add_option("--rows", a.rows, "Only these rows, by id, e.g. h200_h2d_256mib,snb_read_64b");
-  c->add_option("--json", a.json, "Write rows, errors and summary as JSON to this file");
+  c->add_option("--json", a.json,
+                "Write rows, errors and summary as JSON to this file (-: standard output, "
+                "instead of the report)");
 }
 
 namespace {
@@ -143,12 +146,7 @@ int validate_command(const validate_args& a, const char* argv0) {
                       : a.table;
   const std::vector<validate::measurement> rows = validate::load_table(table);
   const auto chosen = chosen_rows(rows, a.rows);
-  if (!a.json.empty()) {  // found now, not after every run
-    const fs::path folder = fs::path(a.json).parent_path();
-    std::error_code ec;
-    if (!folder.empty() && !fs::is_directory(folder, ec))
-      bad_option("--json", "no folder " + folder.string() + " to write " + a.json + " in");
-  }
+  if (!a.json.empty()) check_writable("--json", a.json);  // found now, not after every run
   const fs::path tmp = fs::temp_directory_path() / fmt::format("p2psim-validate-{}", getpid());
   fs::create_directories(tmp);
   std::vector<validate::row_result> results;
@@ -156,14 +154,13 @@ int validate_command(const validate_args& a, const char* argv0) {
   for (const validate::measurement* m : chosen) results.push_back(runner.run(*m));
   fs::remove_all(tmp);
   const validate::validation_summary s = validate::summarize(results);
-  std::cout << fmt::format("p2psim validate: {} rows of {}\n\n", results.size(), table)
-            << validate::text_report(results, s);
+  if (!is_stdout(a.json))  // else the JSON alone
+    std::cout << fmt::format("p2psim validate: {} rows of {}\n\n", results.size(), table)
+              << validate::text_report(results, s);
   if (!a.json.empty()) {
-    std::ofstream out(a.json);
     json j = validate::json_report(results, s);
     j["table"] = table;
-    out << j.dump(2) << "\n";
-    if (!out) bad_option("--json", "could not write " + a.json);
+    write_output("--json", a.json, j.dump(2) + "\n");
   }
   return s.passed ? 0 : 1;
 }

@@ -6,24 +6,6 @@
 
 namespace p2psim::litmus::reference {
 
-namespace {
-
-const char* kind_name(tlp_kind k) {
-  switch (k) {
-    case tlp_kind::posted:
-      return "write";
-    case tlp_kind::read:
-      return "read";
-    case tlp_kind::atomic:
-      return "AtomicOp";
-    case tlp_kind::completion:
-      return "completion";
-  }
-  return "?";
-}
-
-}  // namespace
-
 void machine::enter(state& s, tlp t, int leg_index, int hop) const {
   t.leg = leg_index;
   t.hop = hop;

@@ -2,27 +2,10 @@
 
 namespace p2psim::litmus::reference {
 
-namespace {
-
-const char* letters(tlp_kind k) {
-  switch (k) {
-    case tlp_kind::posted:
-      return "P";
-    case tlp_kind::read:
-      return "NPR";
-    case tlp_kind::atomic:
-      return "NPW";
-    case tlp_kind::completion:
-      return "Cpl";
-  }
-  return "?";
-}
-
-}  // namespace
-
 bool may_pass(const tlp_ordering& later, const tlp_ordering& earlier, const rule_set& rules,
               std::string* why) {
-  const std::string cell = std::string(letters(later.kind)) + "-" + letters(earlier.kind);
+  const std::string cell =
+      std::string(table_letters(later.kind)) + "-" + table_letters(earlier.kind);
   auto answer = [&](bool pass, const std::string& rule) {
     if (why) *why = rule;
     return pass;

@@ -9,7 +9,35 @@
 
 namespace p2psim::litmus::reference {
 
-enum class tlp_kind { posted, read, atomic, completion };  // P, NPR, NPW, Cpl
+enum class tlp_kind { posted, read, atomic, completion };
+
+// Its row and column in the table ("P", "NPR", "NPW", "Cpl"), and its name in a witness's steps.
+inline const char* table_letters(tlp_kind k) {
+  switch (k) {
+    case tlp_kind::posted:
+      return "P";
+    case tlp_kind::read:
+      return "NPR";
+    case tlp_kind::atomic:
+      return "NPW";
+    case tlp_kind::completion:
+      return "Cpl";
+  }
+  return "?";
+}
+inline const char* kind_name(tlp_kind k) {
+  switch (k) {
+    case tlp_kind::posted:
+      return "write";
+    case tlp_kind::read:
+      return "read";
+    case tlp_kind::atomic:
+      return "AtomicOp";
+    case tlp_kind::completion:
+      return "completion";
+  }
+  return "?";
+}
 
 struct tlp_ordering {
   tlp_kind kind = tlp_kind::posted;
